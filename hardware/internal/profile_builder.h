@@ -1,0 +1,232 @@
+// hardware/internal/profile_builder.h: a hardware profile written in datasheet units.
+//
+// Every bundled profile and the TOML reader describe a GPU as a ProfileSpec, in the units a
+// datasheet uses (TFLOP/s, GB, GB/s, microseconds). build_profile() converts it to the SI units
+// of the ABI struct pp_hardware_profile. check_profile() says once what a valid profile is: the
+// bundled profiles assert it at compile time, and the TOML reader reports its verdict with the
+// file position of the offending key; it names each field by its TOML key (docs/hardware.md).
+//
+//   constexpr TierSpec kTiers[] = {
+//       {.name = "nvlink", .domain_size = 8, .bandwidth_gb_s = 450, .latency_us = 2, .efficiency = 0.8},
+//       {.name = "infiniband", .domain_size = 0, .bandwidth_gb_s = gbit_s_to_gb_s(400), ...}};
+//   constexpr ProfileSpec kSpec{.name = "h100-sxm", ..., .tiers = kTiers};
+//   static_assert(check_profile(kSpec).ok());
+//   pp_hardware_profile profile = build_profile(kSpec);
+#ifndef PARAPLAN_HARDWARE_INTERNAL_PROFILE_BUILDER_H
+#define PARAPLAN_HARDWARE_INTERNAL_PROFILE_BUILDER_H
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "paraplan/sdk.hpp"
+
+namespace paraplan::hardware {
+
+// Dense peak throughput of one GPU in TFLOP/s, without 2:4 structured sparsity (datasheets
+// print the sparse figure for tensor cores; halve it). 0 means the GPU has no such datatype.
+struct DenseTflops {
+  double fp32 = 0;
+  double tf32 = 0;
+  double bf16 = 0;
+  double fp16 = 0;
+  double fp8 = 0;
+};
+
+// One level of the interconnect, innermost first.
+struct TierSpec {
+  std::string_view name;
+  int64_t domain_size = 0;    // GPUs inside one domain; 0 = unbounded (the scale-out network)
+  double bandwidth_gb_s = 0;  // GB/s per GPU and per direction
+  double latency_us = 0;      // per message: the alpha of the alpha-beta model
+  double efficiency = 0;      // achievable fraction of bandwidth_gb_s (nccl-tests bus bandwidth)
+};
+
+struct ProfileSpec {
+  std::string_view name;
+  int64_t gpus_per_node = 0;
+  DenseTflops tflops;
+  double memory_gb = 0;              // HBM per GPU, 10^9 bytes
+  double memory_bandwidth_gb_s = 0;  // HBM per GPU, GB/s
+  double memory_efficiency = 0;
+  // GPU <-> CPU memory (PCIe or NVLink-C2C), GB/s per GPU and per direction; 0 = not declared,
+  // and then plans that offload to CPU memory cannot be priced.
+  double host_link_bandwidth_gb_s = 0;
+  double gemm_efficiency_max = 0;
+  // GEMM size in GFLOP at which a GEMM reaches half of gemm_efficiency_max; when absent it is
+  // derived from kGemmFixedOverheadUs (see gemm_half_efficiency_gflop()).
+  std::optional<double> gemm_half_efficiency_gflop;
+  double attention_efficiency = 0;
+  std::span<const TierSpec> tiers;
+};
+
+// A GEMM behaves as if it paid a fixed cost on top of its ideal time: launch, prologue and
+// epilogue, the last partial wave of tiles. With that cost t0, a GEMM of F FLOPs runs at
+// efficiency max * F / (F + F_half) where F_half = t0 * peak * max. 5 us fits bf16 GEMMs from
+// 1.5k^3 to 16k^3 measured on an H200 (docs/hardware.md, "Measured on an H200").
+inline constexpr double kGemmFixedOverheadUs = 5.0;
+
+// Network links are sold in gigabits per second; profiles count gigabytes.
+constexpr double gbit_s_to_gb_s(double gigabits_per_second) { return gigabits_per_second / 8.0; }
+
+constexpr double gemm_half_efficiency_gflop(const ProfileSpec& spec) {
+  if (spec.gemm_half_efficiency_gflop) return *spec.gemm_half_efficiency_gflop;
+  // us * TFLOP/s = 10^6 FLOP = 10^-3 GFLOP.
+  return kGemmFixedOverheadUs * spec.tflops.bf16 * spec.gemm_efficiency_max * 1e-3;
+}
+
+// The first thing wrong with a spec. `key` is the TOML key path relative to `tier` (a key of
+// tiers[tier]) or to the document (tier == kNoTier).
+struct ProfileProblem {
+  static constexpr int kNoTier = -1;
+  int tier = kNoTier;
+  std::string_view key;
+  std::string_view message;  // empty when the spec is valid
+  constexpr bool ok() const { return message.empty(); }
+};
+
+namespace detail {
+
+// NaN and infinities fail x - x == 0.
+constexpr bool finite(double value) { return value - value == 0.0; }
+
+enum class Range { kPositive, kNonNegative, kFraction };
+
+constexpr std::string_view range_problem(double value, Range range) {
+  if (!finite(value)) return "must be a finite number";
+  switch (range) {
+    case Range::kPositive:
+      return value > 0 ? "" : "must be > 0";
+    case Range::kNonNegative:
+      return value >= 0 ? "" : "must be >= 0";
+    case Range::kFraction:
+      return value > 0 && value <= 1 ? "" : "must be in (0, 1]";
+  }
+  return "";
+}
+
+// Domains must nest with each other and with the node, so that a group of consecutive ranks
+// maps onto whole domains (tiers) and whole nodes.
+constexpr bool nests(int64_t a, int64_t b) { return a % b == 0 || b % a == 0; }
+
+}  // namespace detail
+
+constexpr ProfileProblem check_profile(const ProfileSpec& spec) {
+  using detail::Range;
+  static_assert(PP_NAME_CAPACITY == 48 && PP_TIER_NAME_CAPACITY == 24, "update the messages below");
+  constexpr int kTop = ProfileProblem::kNoTier;
+  if (spec.name.empty() || spec.name.size() >= PP_NAME_CAPACITY) {
+    return {kTop, "name", "must be 1 to 47 characters"};
+  }
+  if (spec.gpus_per_node < 1) return {kTop, "gpus_per_node", "must be >= 1"};
+
+  struct Field {
+    std::string_view key;
+    double value;
+    Range range;
+  };
+  const Field fields[] = {
+      {"compute.fp32_tflops", spec.tflops.fp32, Range::kPositive},
+      {"compute.tf32_tflops", spec.tflops.tf32, Range::kNonNegative},
+      {"compute.bf16_tflops", spec.tflops.bf16, Range::kPositive},
+      {"compute.fp16_tflops", spec.tflops.fp16, Range::kNonNegative},
+      {"compute.fp8_tflops", spec.tflops.fp8, Range::kNonNegative},
+      {"memory.capacity_gb", spec.memory_gb, Range::kPositive},
+      {"memory.bandwidth_gb_s", spec.memory_bandwidth_gb_s, Range::kPositive},
+      {"memory.efficiency", spec.memory_efficiency, Range::kFraction},
+      {"host_link.bandwidth_gb_s", spec.host_link_bandwidth_gb_s, Range::kNonNegative},
+      {"gemm.efficiency_max", spec.gemm_efficiency_max, Range::kFraction},
+      {"gemm.half_efficiency_gflop", gemm_half_efficiency_gflop(spec), Range::kNonNegative},
+      {"attention.efficiency", spec.attention_efficiency, Range::kFraction},
+  };
+  for (const Field& field : fields) {
+    std::string_view problem = detail::range_problem(field.value, field.range);
+    if (!problem.empty()) return {kTop, field.key, problem};
+  }
+
+  static_assert(PP_MAX_TIERS == 4, "update the message below");
+  if (spec.tiers.empty() || spec.tiers.size() > PP_MAX_TIERS) {
+    return {kTop, "tiers", "must have 1 to 4 entries"};
+  }
+  int64_t inner_domain = 1;
+  for (size_t index = 0; index < spec.tiers.size(); ++index) {
+    const TierSpec& tier = spec.tiers[index];
+    const int at = static_cast<int>(index);
+    const bool outermost = index + 1 == spec.tiers.size();
+    if (tier.name.empty() || tier.name.size() >= PP_TIER_NAME_CAPACITY) {
+      return {at, "name", "must be 1 to 23 characters"};
+    }
+    if (outermost && tier.domain_size != 0) {
+      return {at, "domain_size", "the outermost tier must be unbounded (0)"};
+    }
+    if (!outermost) {
+      if (tier.domain_size == 0) return {at, "domain_size", "only the outermost tier may be unbounded (0)"};
+      if (tier.domain_size < 2) {
+        return {at, "domain_size", "must be >= 2, or 0 (unbounded) for the outermost tier"};
+      }
+      if (tier.domain_size <= inner_domain || tier.domain_size % inner_domain != 0) {
+        return {at, "domain_size", "must be a larger multiple of the previous tier's domain_size"};
+      }
+      if (!detail::nests(tier.domain_size, spec.gpus_per_node)) {
+        return {at, "domain_size", "must divide gpus_per_node or be a multiple of it"};
+      }
+      inner_domain = tier.domain_size;
+    }
+    const Field tier_fields[] = {
+        {"bandwidth_gb_s", tier.bandwidth_gb_s, Range::kPositive},
+        {"latency_us", tier.latency_us, Range::kNonNegative},
+        {"efficiency", tier.efficiency, Range::kFraction},
+    };
+    for (const Field& field : tier_fields) {
+      std::string_view problem = detail::range_problem(field.value, field.range);
+      if (!problem.empty()) return {at, field.key, problem};
+    }
+  }
+  return {};
+}
+
+// Converts to the ABI's SI units. Throws InvalidArgument for a spec check_profile() rejects.
+inline pp_hardware_profile build_profile(const ProfileSpec& spec) {
+  if (ProfileProblem problem = check_profile(spec); !problem.ok()) {
+    std::string key = problem.tier == ProfileProblem::kNoTier
+                          ? std::string(problem.key)
+                          : "tiers[" + std::to_string(problem.tier) + "]." + std::string(problem.key);
+    throw InvalidArgument("hardware profile '" + std::string(spec.name) + "': " + key + ": " +
+                          std::string(problem.message));
+  }
+  constexpr double kTera = 1e12, kGiga = 1e9, kMicro = 1e-6;
+  pp_hardware_profile profile{};
+  profile.struct_size = sizeof(profile);
+  copy_name(profile.name, spec.name);
+  profile.peak_flops[PP_DTYPE_FP32] = spec.tflops.fp32 * kTera;
+  profile.peak_flops[PP_DTYPE_TF32] = spec.tflops.tf32 * kTera;
+  profile.peak_flops[PP_DTYPE_BF16] = spec.tflops.bf16 * kTera;
+  profile.peak_flops[PP_DTYPE_FP16] = spec.tflops.fp16 * kTera;
+  profile.peak_flops[PP_DTYPE_FP8] = spec.tflops.fp8 * kTera;
+  profile.memory_bytes = spec.memory_gb * kGiga;
+  profile.memory_bandwidth_bytes_per_s = spec.memory_bandwidth_gb_s * kGiga;
+  profile.memory_efficiency = spec.memory_efficiency;
+  profile.host_link_bandwidth_bytes_per_s = spec.host_link_bandwidth_gb_s * kGiga;
+  profile.gpus_per_node = spec.gpus_per_node;
+  profile.gemm_efficiency_max = spec.gemm_efficiency_max;
+  profile.gemm_half_efficiency_flops = gemm_half_efficiency_gflop(spec) * kGiga;
+  profile.attention_efficiency = spec.attention_efficiency;
+  profile.tier_count = static_cast<uint32_t>(spec.tiers.size());
+  for (size_t index = 0; index < spec.tiers.size(); ++index) {
+    const TierSpec& source = spec.tiers[index];
+    pp_tier& tier = profile.tiers[index];
+    tier.struct_size = sizeof(tier);
+    copy_name(tier.name, source.name);
+    tier.domain_size = source.domain_size;
+    tier.bandwidth_bytes_per_s = source.bandwidth_gb_s * kGiga;
+    tier.latency_s = source.latency_us * kMicro;
+    tier.efficiency = source.efficiency;
+  }
+  return profile;
+}
+
+}  // namespace paraplan::hardware
+
+#endif  // PARAPLAN_HARDWARE_INTERNAL_PROFILE_BUILDER_H

@@ -1,0 +1,320 @@
+// hardware/toml/profile_reader.cc: TOML -> ProfileSpec -> pp_hardware_profile.
+//
+// Reading happens in two passes over what the file says. The first checks the shape of the
+// document as it is read: every table admits a fixed set of keys, each key one type, required
+// keys must be there. The second is check_profile(), the same rules the bundled profiles are held
+// to; its verdict names a key, and the reader remembers where each key was written so that the
+// message points at it.
+#include "hardware/toml/profile_reader.h"
+
+#include <toml++/toml.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hardware/internal/profile_builder.h"
+#include "paraplan/sdk.hpp"
+
+namespace paraplan::hardware {
+namespace {
+
+// Defaults of the optional keys; docs/hardware.md gives the reasons. An absent
+// gemm.half_efficiency_gflop is derived from kGemmFixedOverheadUs by the profile builder.
+constexpr double kDefaultMemoryEfficiency = 0.85;
+constexpr double kDefaultGemmEfficiencyMax = 0.70;
+constexpr double kDefaultAttentionEfficiency = 0.45;
+constexpr double kDefaultTierEfficiency = 0.80;
+
+struct Location {
+  uint32_t line = 1;
+  uint32_t column = 1;
+};
+
+Location location_of(const toml::source_region& region) {
+  // toml++ numbers lines and columns from 1; 0 means unknown (e.g. an implicitly created table).
+  return {region.begin.line == 0 ? 1u : region.begin.line, region.begin.column == 0 ? 1u : region.begin.column};
+}
+
+std::string_view type_name(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::date:
+    case toml::node_type::time:
+    case toml::node_type::date_time:
+      return "a date or time";
+    case toml::node_type::none:
+      break;
+  }
+  return "nothing";
+}
+
+// The file being read: its name for messages, and where each key was written.
+class ProfileFile {
+ public:
+  explicit ProfileFile(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(Location where, std::string_view key, std::string_view message) const {
+    std::ostringstream text;
+    text << path_ << ':' << where.line << ':' << where.column << ": ";
+    if (!key.empty()) text << key << ": ";
+    text << message;
+    throw InvalidArgument(text.str());
+  }
+
+  // `canonical` is the key path check_profile() would name; `written` the key as the file spells it.
+  void remember(const std::string& canonical, std::string written, Location where) {
+    written_[canonical] = Written{std::move(written), where};
+  }
+
+  // Messages about `canonical` point where `written` was written.
+  void alias(const std::string& canonical, const std::string& written) {
+    if (auto found = written_.find(written); found != written_.end()) written_[canonical] = found->second;
+  }
+
+  [[noreturn]] void fail_at(const std::string& canonical, std::string_view message) const {
+    auto found = written_.find(canonical);
+    if (found == written_.end()) fail(Location{}, canonical, message);
+    fail(found->second.where, found->second.key, message);
+  }
+
+ private:
+  struct Written {
+    std::string key;
+    Location where;
+  };
+  std::string path_;
+  std::map<std::string, Written> written_;
+};
+
+// One TOML table and the keys it admits. Unknown keys fail on construction, before any lookup,
+// so that a misspelt key is reported as unknown rather than as the required key it stood for.
+class TableReader {
+ public:
+  TableReader(ProfileFile& file, const toml::table& table, std::string prefix,
+              std::initializer_list<std::string_view> known_keys)
+      : file_(file), table_(table), prefix_(std::move(prefix)) {
+    for (auto&& [key, value] : table_) {
+      bool known = false;
+      for (std::string_view name : known_keys) known = known || key.str() == name;
+      if (known) continue;
+      std::string expected;
+      for (std::string_view name : known_keys) expected += (expected.empty() ? "" : ", ") + std::string(name);
+      file_.fail(location_of(key.source()), path_of(key.str()), "unknown key (expected one of: " + expected + ")");
+    }
+  }
+
+  Location where() const { return location_of(table_.source()); }
+  std::string path_of(std::string_view key) const { return prefix_ + std::string(key); }
+
+  std::optional<double> optional_number(std::string_view key) {
+    const toml::node* node = find(key);
+    if (!node) return std::nullopt;
+    if (const auto* value = node->as_floating_point()) return value->get();
+    if (const auto* value = node->as_integer()) return static_cast<double>(value->get());
+    fail_type(key, *node, "a number");
+  }
+  double number(std::string_view key) {
+    std::optional<double> value = optional_number(key);
+    if (!value) fail_missing(key);
+    return *value;
+  }
+  double number_or(std::string_view key, double fallback) { return optional_number(key).value_or(fallback); }
+
+  int64_t integer(std::string_view key) {
+    const toml::node* node = find(key);
+    if (!node) fail_missing(key);
+    if (const auto* value = node->as_integer()) return value->get();
+    fail_type(key, *node, "an integer");
+  }
+
+  std::string text(std::string_view key) {
+    const toml::node* node = find(key);
+    if (!node) fail_missing(key);
+    if (const auto* value = node->as_string()) return value->get();
+    fail_type(key, *node, "a string");
+  }
+
+  const toml::table* optional_table(std::string_view key) {
+    const toml::node* node = find(key);
+    if (!node) return nullptr;
+    if (const auto* value = node->as_table()) return value;
+    fail_type(key, *node, "a table");
+  }
+  const toml::table& table(std::string_view key) {
+    const toml::table* value = optional_table(key);
+    if (!value) file_.fail(where(), path_of(key), "missing required table [" + path_of(key) + "]");
+    return *value;
+  }
+
+  // `[[key]]` sections (or an inline array of tables).
+  const toml::array& array_of_tables(std::string_view key) {
+    const toml::node* node = find(key);
+    if (!node) fail_missing(key);
+    const auto* value = node->as_array();
+    if (!value || !(value->empty() || value->is_array_of_tables())) {
+      fail_type(key, *node, "an array of tables ([[" + std::string(key) + "]] sections)");
+    }
+    return *value;
+  }
+
+  [[noreturn]] void fail_missing(std::string_view key) const {
+    file_.fail(where(), path_of(key), "missing required key");
+  }
+
+ private:
+  // Messages about a key point at the key, where a reader's eye starts, not at its value.
+  const toml::node* find(std::string_view key) {
+    auto found = table_.find(key);
+    if (found == table_.end()) return nullptr;
+    file_.remember(path_of(key), path_of(key), location_of(found->first.source()));
+    return &found->second;
+  }
+
+  [[noreturn]] void fail_type(std::string_view key, const toml::node& node, std::string_view expected) const {
+    file_.fail_at(path_of(key), "must be " + std::string(expected) + ", not " + std::string(type_name(node)));
+  }
+
+  ProfileFile& file_;
+  const toml::table& table_;
+  std::string prefix_;
+};
+
+DenseTflops read_compute(ProfileFile& file, const toml::table& table) {
+  TableReader compute(file, table, "compute.",
+                      {"fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops"});
+  DenseTflops tflops;
+  tflops.fp32 = compute.number("fp32_tflops");
+  tflops.tf32 = compute.number_or("tf32_tflops", 0.0);
+  tflops.bf16 = compute.number("bf16_tflops");
+  tflops.fp16 = compute.number_or("fp16_tflops", 0.0);
+  tflops.fp8 = compute.number_or("fp8_tflops", 0.0);
+  return tflops;
+}
+
+TierSpec read_tier(ProfileFile& file, const toml::table& table, size_t index, std::deque<std::string>& names) {
+  const std::string prefix = "tiers[" + std::to_string(index) + "].";
+  TableReader tier(file, table, prefix,
+                   {"name", "domain_size", "bandwidth_gb_s", "bandwidth_gbit_s", "latency_us", "efficiency"});
+  TierSpec spec;
+  spec.name = names.emplace_back(tier.text("name"));
+  spec.domain_size = tier.integer("domain_size");
+
+  // Bandwidth in either unit; check_profile() knows it as bandwidth_gb_s, so point that name at
+  // whichever key the file used.
+  std::optional<double> gigabytes = tier.optional_number("bandwidth_gb_s");
+  std::optional<double> gigabits = tier.optional_number("bandwidth_gbit_s");
+  if (gigabytes && gigabits) {
+    file.fail_at(prefix + "bandwidth_gbit_s",
+                 "give the bandwidth once: bandwidth_gb_s (GB/s) or bandwidth_gbit_s (Gb/s)");
+  }
+  if (!gigabytes && !gigabits) {
+    file.fail(tier.where(), prefix + "bandwidth_gb_s", "missing required key (or bandwidth_gbit_s, in Gb/s)");
+  }
+  if (gigabits) {
+    spec.bandwidth_gb_s = gbit_s_to_gb_s(*gigabits);
+    file.alias(prefix + "bandwidth_gb_s", prefix + "bandwidth_gbit_s");
+  } else {
+    spec.bandwidth_gb_s = *gigabytes;
+  }
+
+  spec.latency_us = tier.number("latency_us");
+  spec.efficiency = tier.number_or("efficiency", kDefaultTierEfficiency);
+  return spec;
+}
+
+}  // namespace
+
+pp_hardware_profile parse_toml_profile(std::string_view document, const std::string& path) {
+  ProfileFile file(path);
+  toml::table root;
+  try {
+    root = toml::parse(document, path);
+  } catch (const toml::parse_error& error) {
+    file.fail(location_of(error.source()), {}, error.description());
+  }
+
+  TableReader top(file, root, "",
+                  {"name", "gpus_per_node", "compute", "memory", "host_link", "gemm", "attention", "tiers"});
+  ProfileSpec spec;
+  const std::string name = top.text("name");
+  spec.name = name;
+  spec.gpus_per_node = top.integer("gpus_per_node");
+  spec.tflops = read_compute(file, top.table("compute"));
+
+  TableReader memory(file, top.table("memory"), "memory.", {"capacity_gb", "bandwidth_gb_s", "efficiency"});
+  spec.memory_gb = memory.number("capacity_gb");
+  spec.memory_bandwidth_gb_s = memory.number("bandwidth_gb_s");
+  spec.memory_efficiency = memory.number_or("efficiency", kDefaultMemoryEfficiency);
+
+  if (const toml::table* table = top.optional_table("host_link")) {
+    TableReader host_link(file, *table, "host_link.", {"bandwidth_gb_s"});
+    spec.host_link_bandwidth_gb_s = host_link.number("bandwidth_gb_s");
+  }
+
+  spec.gemm_efficiency_max = kDefaultGemmEfficiencyMax;
+  if (const toml::table* table = top.optional_table("gemm")) {
+    TableReader gemm(file, *table, "gemm.", {"efficiency_max", "half_efficiency_gflop"});
+    spec.gemm_efficiency_max = gemm.number_or("efficiency_max", kDefaultGemmEfficiencyMax);
+    spec.gemm_half_efficiency_gflop = gemm.optional_number("half_efficiency_gflop");
+  }
+
+  spec.attention_efficiency = kDefaultAttentionEfficiency;
+  if (const toml::table* table = top.optional_table("attention")) {
+    TableReader attention(file, *table, "attention.", {"efficiency"});
+    spec.attention_efficiency = attention.number_or("efficiency", kDefaultAttentionEfficiency);
+  }
+
+  const toml::array& tier_tables = top.array_of_tables("tiers");
+  std::deque<std::string> tier_names;  // a deque: the spec's string_views must not move
+  std::vector<TierSpec> tiers;
+  for (size_t index = 0; index < tier_tables.size(); ++index) {
+    tiers.push_back(read_tier(file, *tier_tables[index].as_table(), index, tier_names));
+  }
+  spec.tiers = tiers;
+
+  if (ProfileProblem problem = check_profile(spec); !problem.ok()) {
+    std::string key = problem.tier == ProfileProblem::kNoTier
+                          ? std::string(problem.key)
+                          : "tiers[" + std::to_string(problem.tier) + "]." + std::string(problem.key);
+    file.fail_at(key, problem.message);
+  }
+  return build_profile(spec);
+}
+
+pp_hardware_profile read_toml_profile(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    throw InvalidArgument(path + ": cannot read the hardware profile: " +
+                          (error ? error.message() : std::string("not a regular file")));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string document{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (!in.is_open() || in.bad()) {
+    throw InvalidArgument(path + ": cannot read the hardware profile: " + std::strerror(errno));
+  }
+  return parse_toml_profile(document, path);
+}
+
+}  // namespace paraplan::hardware

@@ -1,0 +1,66 @@
+#include "host/cli/common_options.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "host/core/errors.h"
+#include "host/plugin/plugin_search_path.h"
+
+namespace po = boost::program_options;
+
+namespace paraplan::host {
+
+po::options_description common_options(CommonOptions& options, bool with_json) {
+  po::options_description description("Common options");
+  description.add_options()
+      ("help,h", po::bool_switch(&options.help), "show this help and exit")
+      ("plugin-path", po::value(&options.plugin_paths)->composing()->value_name("DIR"),
+       "search DIR for plugins before PARAPLAN_PLUGIN_PATH and <exe>/../lib/paraplan/plugins (repeatable)")
+      ("verbose,v", po::bool_switch(&options.verbose), "log progress (info level) to stderr")
+      ("debug", po::bool_switch(&options.debug), "log everything, including each plugin file examined")
+      ("quiet,q", po::bool_switch(&options.quiet), "log errors only");
+  if (with_json)
+    description.add_options()("json", po::bool_switch(&options.json), "print the report as JSON on stdout");
+  return description;
+}
+
+void parse_arguments(const std::vector<std::string>& arguments, const po::options_description& options,
+                     const po::positional_options_description& positional, po::variables_map& variables) {
+  try {
+    po::store(po::command_line_parser(arguments).options(options).positional(positional).run(), variables);
+    po::notify(variables);
+  } catch (const po::error& failure) {
+    throw UsageError(failure.what());
+  }
+}
+
+void configure_logging(const CommonOptions& options) {
+  auto logger = spdlog::get("paraplan");
+  if (!logger) logger = spdlog::stderr_color_mt("paraplan");
+  logger->set_pattern("paraplan: %l: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::level::level_enum level = spdlog::level::warn;
+  if (options.verbose) level = spdlog::level::info;
+  if (options.debug) level = spdlog::level::debug;
+  if (options.quiet) level = spdlog::level::err;
+  spdlog::set_level(level);
+}
+
+PluginCatalog scan_plugins(const CommonOptions& options) {
+  std::vector<std::filesystem::path> directories =
+      plugin_search_path(options.plugin_paths, std::getenv("PARAPLAN_PLUGIN_PATH"), current_executable());
+  PluginCatalog catalog = PluginCatalog::scan(directories);
+  spdlog::info("{} plugins loaded, {} files skipped", catalog.plugins().size(), catalog.skipped().size());
+  return catalog;
+}
+
+void print_command_help(const std::string& usage, const std::string& summary, const po::options_description& options,
+                        const std::string& epilogue) {
+  std::cout << "Usage: " << usage << "\n\n" << summary << "\n\n" << options;
+  if (!epilogue.empty()) std::cout << "\n" << epilogue;
+}
+
+}  // namespace paraplan::host

@@ -1,0 +1,41 @@
+// paraplan/host/cli/common_options.h: options every command accepts, and their effects.
+#pragma once
+
+#include <boost/program_options.hpp>
+
+#include <string>
+#include <vector>
+
+#include "host/plugin/plugin_catalog.h"
+
+namespace paraplan::host {
+
+struct CommonOptions {
+  std::vector<std::string> plugin_paths;
+  bool verbose = false;
+  bool debug = false;
+  bool quiet = false;
+  bool json = false;
+  bool help = false;
+};
+
+// --help, -v/--verbose, --debug, -q/--quiet, --plugin-path, and --json when `with_json`.
+boost::program_options::options_description common_options(CommonOptions& options, bool with_json);
+
+// Parses `arguments` into `variables`; a malformed command line throws UsageError (exit 2).
+void parse_arguments(const std::vector<std::string>& arguments,
+                     const boost::program_options::options_description& options,
+                     const boost::program_options::positional_options_description& positional,
+                     boost::program_options::variables_map& variables);
+
+// Sets the log level (warnings by default) and sends logs to stderr, keeping stdout for reports.
+void configure_logging(const CommonOptions& options);
+
+// Scans the plugin search path (plugin_search_path.h) for this invocation.
+PluginCatalog scan_plugins(const CommonOptions& options);
+
+// "Usage: paraplan evaluate RECIPE [options]\n\n<summary>\n\nOptions:\n..." on stdout.
+void print_command_help(const std::string& usage, const std::string& summary,
+                        const boost::program_options::options_description& options, const std::string& epilogue = "");
+
+}  // namespace paraplan::host

@@ -1,0 +1,153 @@
+// `paraplan plugins list` and `paraplan plugins describe NAME`: what is installed, what it takes.
+#include <nlohmann/json.hpp>
+
+#include <iomanip>
+#include <iostream>
+
+#include "host/cli/command.h"
+#include "host/cli/common_options.h"
+#include "host/core/errors.h"
+#include "host/recipe/param_values.h"
+
+namespace po = boost::program_options;
+
+namespace paraplan::host {
+namespace {
+
+std::string abi_of(const pp_plugin_v1& metadata) {
+  return std::to_string(metadata.abi_major) + "." + std::to_string(metadata.abi_minor);
+}
+
+std::string strategy_flags(uint32_t flags) {
+  std::string text;
+  auto add = [&](uint32_t flag, const char* name) {
+    if (flags & flag) text += (text.empty() ? "" : ", ") + std::string(name);
+  };
+  add(PP_STRATEGY_TAKES_REMAINDER, "takes the remaining GPUs");
+  add(PP_STRATEGY_DEFAULT_DATA_PARALLEL, "default data parallelism");
+  add(PP_STRATEGY_SUBDIVIDES_DATA, "subdivides the data axis");
+  add(PP_STRATEGY_SPLITS_BATCH, "splits the batch");
+  return text.empty() ? "none" : text;
+}
+
+nlohmann::ordered_json param_json(const pp_param_spec& spec) {
+  nlohmann::ordered_json param;
+  param["name"] = spec.name;
+  param["type"] = describe_param_type(spec);
+  param["default"] = describe_param_default(spec);
+  param["doc"] = spec.doc ? spec.doc : "";
+  return param;
+}
+
+int list_plugins(const PluginCatalog& catalog, bool json) {
+  if (json) {
+    nlohmann::ordered_json report;
+    report["plugins"] = nlohmann::ordered_json::array();
+    for (const LoadedPlugin& plugin : catalog.plugins())
+      report["plugins"].push_back({{"name", plugin.name()},
+                                   {"kind", kind_name(plugin.kind())},
+                                   {"version", plugin.metadata->version},
+                                   {"abi", abi_of(*plugin.metadata)},
+                                   {"file", plugin.file.string()}});
+    report["skipped"] = nlohmann::ordered_json::array();
+    for (const SkippedPlugin& skipped : catalog.skipped())
+      report["skipped"].push_back({{"file", skipped.file.string()}, {"reason", skipped.reason}});
+    report["search_path"] = nlohmann::ordered_json::array();
+    for (const auto& directory : catalog.directories()) report["search_path"].push_back(directory.string());
+    std::cout << report.dump(2) << "\n";
+    return kExitOk;
+  }
+  if (catalog.plugins().empty()) {
+    std::cout << "No plugins found. Searched:\n";
+    for (const auto& directory : catalog.directories()) std::cout << "  " << directory.string() << "\n";
+  } else {
+    std::cout << std::left << std::setw(22) << "NAME" << std::setw(10) << "KIND" << std::setw(10) << "VERSION"
+              << std::setw(6) << "ABI" << "FILE\n";
+    for (pp_plugin_kind kind : {PP_KIND_STRATEGY, PP_KIND_HARDWARE, PP_KIND_EXECUTOR})
+      for (const LoadedPlugin* plugin : catalog.of_kind(kind))
+        std::cout << std::left << std::setw(22) << plugin->name() << std::setw(10) << kind_name(kind) << std::setw(10)
+                  << plugin->metadata->version << std::setw(6) << abi_of(*plugin->metadata) << plugin->file.string()
+                  << "\n";
+  }
+  if (!catalog.skipped().empty()) {
+    std::cout << "\nSkipped " << catalog.skipped().size() << " file(s):\n";
+    for (const SkippedPlugin& skipped : catalog.skipped()) std::cout << "  " << skipped.reason << "\n";
+  }
+  return kExitOk;
+}
+
+int describe_plugin(const PluginCatalog& catalog, const std::string& name, bool json) {
+  const LoadedPlugin* plugin = &catalog.require(name);
+  const pp_plugin_v1& metadata = *plugin->metadata;
+  if (json) {
+    nlohmann::ordered_json report{{"name", metadata.name},       {"kind", kind_name(metadata.kind)},
+                                  {"version", metadata.version}, {"abi", abi_of(metadata)},
+                                  {"file", plugin->file.string()}, {"description", metadata.description}};
+    if (metadata.kind == PP_KIND_STRATEGY) {
+      report["apply_order"] = metadata.strategy->apply_order;
+      report["flags"] = strategy_flags(metadata.strategy->flags);
+    }
+    report["parameters"] = nlohmann::ordered_json::array();
+    for (uint32_t i = 0; i < metadata.param_count; ++i) report["parameters"].push_back(param_json(metadata.params[i]));
+    std::cout << report.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << metadata.name << " (" << kind_name(metadata.kind) << " plugin, version " << metadata.version
+            << ", SDK ABI " << abi_of(metadata) << ")\n"
+            << "  " << metadata.description << "\n"
+            << "  file: " << plugin->file.string() << "\n";
+  if (metadata.kind == PP_KIND_STRATEGY)
+    std::cout << "  applied at order " << metadata.strategy->apply_order << "; "
+              << strategy_flags(metadata.strategy->flags) << "\n";
+  if (metadata.param_count == 0) {
+    std::cout << "\nNo parameters.\n";
+    return kExitOk;
+  }
+  std::cout << "\nParameters";
+  if (metadata.kind == PP_KIND_STRATEGY) std::cout << " (in its [[strategy]] table, beside name and degree)";
+  std::cout << ":\n";
+  for (uint32_t i = 0; i < metadata.param_count; ++i) {
+    const pp_param_spec& spec = metadata.params[i];
+    std::cout << "  " << std::left << std::setw(20) << spec.name << describe_param_type(spec)
+              << ", default " << describe_param_default(spec) << "\n";
+    if (spec.doc && *spec.doc) std::cout << "  " << std::setw(20) << "" << spec.doc << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_plugins_command(const std::vector<std::string>& arguments) {
+  CommonOptions common;
+  std::string action, name;
+  po::options_description options = common_options(common, /*with_json=*/true);
+  po::options_description hidden;
+  hidden.add_options()("action", po::value(&action))("name", po::value(&name));
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description positional;
+  positional.add("action", 1).add("name", 1);
+  po::variables_map variables;
+  parse_arguments(arguments, all, positional, variables);
+  if (common.help || action.empty()) {
+    print_command_help("paraplan plugins list|describe NAME [options]",
+                       "List the plugins found on the search path, or describe one plugin and the recipe keys it\n"
+                       "accepts (type, default, range, meaning).",
+                       options,
+                       "Search path: --plugin-path, then PARAPLAN_PLUGIN_PATH (colon-separated), then\n"
+                       "<exe>/../lib/paraplan/plugins. Files that fail to load are listed with the reason.\n");
+    return common.help ? kExitOk : kExitUsage;
+  }
+  configure_logging(common);
+  if (action == "list") {
+    if (!name.empty()) throw UsageError("'plugins list' takes no argument, got '" + name + "'");
+    return list_plugins(scan_plugins(common), common.json);
+  }
+  if (action == "describe") {
+    if (name.empty()) throw UsageError("'plugins describe' needs a plugin NAME (see 'paraplan plugins list')");
+    return describe_plugin(scan_plugins(common), name, common.json);
+  }
+  throw UsageError("unknown action '" + action + "' for 'plugins'; use 'list' or 'describe NAME'");
+}
+
+}  // namespace paraplan::host

@@ -1,0 +1,38 @@
+// paraplan/host/plan/composer.h: recipe + plugins -> a finished training plan.
+//
+//   1. bind each [[strategy]] table to its plugin's schema (unknown keys, types, ranges);
+//   2. resolve degrees: explicit ones multiply to a divisor of the GPU count, the one strategy
+//      flagged TAKES_REMAINDER gets the quotient, and when the recipe has none the loaded
+//      DEFAULT_DATA_PARALLEL strategy is added for it;
+//   3. fix the data-parallel size and micro-batch count, build the unsharded workload;
+//   4. validate, then apply the strategies in ascending apply_order;
+//   5. lay the mesh axes onto ranks in the recipe's mesh order.
+// Everything strategy-specific happens inside the plugins.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "host/plan/plan.h"
+#include "host/plugin/plugin_catalog.h"
+#include "host/plugin/plugin_instance.h"
+#include "host/recipe/recipe.h"
+
+namespace paraplan::host {
+
+struct AppliedStrategy {
+  std::string name;
+  int64_t degree = 1;
+  std::string parameters;  // ParamValues::summary()
+  bool added_by_default = false;
+};
+
+struct ComposedPlan {
+  std::unique_ptr<Plan> plan;
+  std::vector<AppliedStrategy> strategies;  // in application order
+};
+
+ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, int64_t gpus_per_node);
+
+}  // namespace paraplan::host

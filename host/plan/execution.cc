@@ -1,0 +1,71 @@
+#include "host/plan/execution.h"
+
+#include <algorithm>
+
+#include "host/core/edit_distance.h"
+#include "host/core/errors.h"
+#include "host/recipe/source_location.h"
+
+namespace paraplan::host {
+
+namespace {
+
+// [executor.<name>] tables: each must name a loaded executor, so a typo is not silently ignored.
+const toml::table* executor_parameters(const Recipe& recipe, const PluginCatalog& catalog, const std::string& executor) {
+  if (!recipe.executor_table) return nullptr;
+  std::vector<std::string> executors;
+  for (const LoadedPlugin* plugin : catalog.of_kind(PP_KIND_EXECUTOR)) executors.push_back(plugin->name());
+  for (const auto& [key, node] : *recipe.executor_table) {
+    std::string name(key.str());
+    if (!node.is_table())
+      throw InputError(location_of(recipe.file, &node) + ": executor." + name +
+                       ": expected a table [executor." + name + "] of that executor's parameters");
+    if (std::find(executors.begin(), executors.end(), name) == executors.end())
+      throw InputError(location_of(recipe.file, &node) + ": executor." + name + ": no executor plugin named '" + name +
+                       "'" + did_you_mean(name, executors));
+  }
+  return recipe.executor_table->get_as<toml::table>(executor);
+}
+
+}  // namespace
+
+void describe_plan(ResultTree& results, const Recipe& recipe, const ComposedPlan& composed,
+                   const HardwareBinding& hardware) {
+  const Plan& plan = *composed.plan;
+  results.set("plan.recipe", recipe.file);
+  results.set("plan.model", recipe.model.name);
+  results.set("plan.hardware", std::string(hardware.profile().name));
+  results.set("plan.num_gpus", static_cast<double>(plan.cluster().num_gpus));
+  results.set("plan.gpus_per_node", static_cast<double>(plan.cluster().gpus_per_node));
+  for (const pp_mesh_axis& axis : plan.axes()) results.set(std::string("plan.mesh.") + axis.name, static_cast<double>(axis.degree));
+  results.set("plan.micro_batch", static_cast<double>(plan.training().micro_batch));
+  results.set("plan.global_batch", static_cast<double>(plan.training().global_batch));
+  results.set("plan.num_micro_batches", static_cast<double>(plan.pipeline().micro_batches));
+  results.set("plan.data_parallel_size", static_cast<double>(plan.data_parallel_size()));
+  for (const AppliedStrategy& strategy : composed.strategies) {
+    std::string text = "degree=" + std::to_string(strategy.degree);
+    if (!strategy.parameters.empty()) text += " " + strategy.parameters;
+    if (strategy.added_by_default) text += " (added: no data-parallel strategy in the recipe)";
+    results.set("plan.strategies." + strategy.name, text);
+  }
+}
+
+ResultTree run_executor(const std::string& executor, const Recipe& recipe, const PluginCatalog& catalog,
+                        const ComposedPlan& composed, const HardwareBinding& hardware) {
+  const LoadedPlugin& plugin = catalog.require(executor, PP_KIND_EXECUTOR);
+  const toml::table* table = executor_parameters(recipe, catalog, executor);
+  ParamValues params = ParamValues::bind(*plugin.metadata, table, "executor." + executor, recipe.file);
+  PluginInstance instance(plugin, std::move(params),
+                          location_of(recipe.file, table ? table : recipe.executor_table) + ": executor '" + executor + "'");
+  ResultTree results;
+  describe_plan(results, recipe, composed, hardware);
+  pp_result_sink_v1 sink = results.sink();
+  pp_plan_view_v1 view = composed.plan->view();
+  pp_hardware_binding_v1 binding = hardware.binding();
+  instance.invoke([&](pp_error* error) {
+    return plugin.metadata->executor->run(instance.handle(), &view, &binding, &sink, error);
+  });
+  return results;
+}
+
+}  // namespace paraplan::host

@@ -1,0 +1,23 @@
+// paraplan/host/plan/execution.h: running an executor plugin over a composed plan.
+//
+// The host adds the plan's own keys (plan.num_gpus, plan.mesh.<axis>, plan.micro_batch,
+// plan.global_batch, plan.num_micro_batches, plan.strategies...) and the executor adds its
+// results (memory.*, time.*, comm.*, throughput.*). A boolean "memory.fits" = false makes the
+// command exit with code 1 after printing the report.
+#pragma once
+
+#include <string>
+
+#include "host/plan/composer.h"
+#include "host/plan/hardware_binding.h"
+#include "host/report/result_tree.h"
+
+namespace paraplan::host {
+
+void describe_plan(ResultTree& results, const Recipe& recipe, const ComposedPlan& composed,
+                   const HardwareBinding& hardware);
+
+ResultTree run_executor(const std::string& executor, const Recipe& recipe, const PluginCatalog& catalog,
+                        const ComposedPlan& composed, const HardwareBinding& hardware);
+
+}  // namespace paraplan::host

@@ -1,0 +1,35 @@
+// paraplan/host/plan/hardware_binding.h: the recipe's hardware, opened and described.
+//
+// [cluster] hardware = "h100-sxm" names a hardware plugin; a path ("profiles/my-gpu.toml")
+// selects the `toml` hardware plugin with file = that path, so users add machines without
+// compiling anything.
+#pragma once
+
+#include <memory>
+
+#include "host/plugin/plugin_catalog.h"
+#include "host/plugin/plugin_instance.h"
+#include "host/recipe/recipe.h"
+#include "paraplan/hardware.h"
+
+namespace paraplan::host {
+
+class HardwareBinding {
+ public:
+  HardwareBinding(std::unique_ptr<PluginInstance> instance);
+
+  const pp_hardware_profile& profile() const { return profile_; }
+  pp_hardware_binding_v1 binding() const;
+  const PluginInstance& instance() const { return *instance_; }
+
+ private:
+  std::unique_ptr<PluginInstance> instance_;
+  pp_hardware_profile profile_{};
+};
+
+// The plugin name for hardware given as a profile file.
+inline constexpr const char* kTomlHardwarePlugin = "toml";
+
+std::unique_ptr<HardwareBinding> open_hardware(const Recipe& recipe, const PluginCatalog& catalog);
+
+}  // namespace paraplan::host

@@ -1,0 +1,73 @@
+// paraplan/host/plan/plan.h: the host-side owner of a training plan.
+//
+// Plan stores what pp_plan_view_v1 shows (see sdk/include/paraplan/plan.h) and implements the
+// pp_plan_api_v1 editing services strategies call. It checks every edit (indices, struct sizes,
+// names) so a misbehaving plugin gets an error status instead of corrupting host memory.
+//
+//   Plan plan(model, training, cluster, /*data_parallel_size=*/8);
+//   const pp_plan_api_v1& api = plan.api();   // hand to strategy->apply()
+//   plan.lay_out_mesh({"tp", "cp", "ep", "dp", "pp"});
+//   pp_plan_view_v1 view = plan.view();       // hand to executor->run()
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "paraplan/plan.h"
+
+namespace paraplan::host {
+
+class Plan {
+ public:
+  Plan(const pp_model& model, const pp_training& training, const pp_cluster& cluster, int64_t data_parallel_size);
+  Plan(const Plan&) = delete;  // api() and view() hand out pointers into this object
+  Plan& operator=(const Plan&) = delete;
+
+  const pp_plan_api_v1& api() const { return api_; }
+  pp_plan_view_v1 view() const;
+
+  // Fills each axis's stride from the mesh order (innermost first; axes not named there go
+  // outermost in creation order; a child axis subdivides its parent). Throws PlanError when the
+  // product of top-level degrees differs from the GPU count.
+  void lay_out_mesh(const std::vector<std::string>& mesh_order);
+
+  // The workload builder fills these directly; everyone else edits through api().
+  std::vector<pp_op>& ops() { return ops_; }
+  std::vector<pp_memory_item>& memory() { return memory_; }
+  const std::vector<pp_op>& op_list() const { return ops_; }
+  const std::vector<pp_memory_item>& memory_items() const { return memory_; }
+  const std::vector<pp_mesh_axis>& axes() const { return axes_; }
+  const pp_pipeline& pipeline() const { return pipeline_; }
+  const std::vector<pp_stage>& stages() const { return stages_; }
+  const pp_model& model() const { return model_; }
+  const pp_training& training() const { return training_; }
+  const pp_cluster& cluster() const { return cluster_; }
+  int64_t data_parallel_size() const { return data_parallel_size_; }
+
+ private:
+  static Plan& self(void* plan) { return *static_cast<Plan*>(plan); }
+  static void get_view(void* plan, pp_plan_view_v1* out);
+  static int32_t add_axis(void* plan, const char* name, int64_t degree, const char* parent, const char* owner);
+  static pp_status set_op(void* plan, uint32_t index, const pp_op* op);
+  static pp_status insert_op(void* plan, uint32_t index, const pp_op* op);
+  static pp_status remove_op(void* plan, uint32_t index);
+  static pp_status set_memory(void* plan, uint32_t index, const pp_memory_item* item);
+  static pp_status add_memory(void* plan, const pp_memory_item* item);
+  static pp_status set_pipeline(void* plan, const pp_pipeline* pipeline, const pp_stage* stages, uint32_t count);
+  static pp_status set_schedule(void* plan, const pp_schedule_step* steps, uint64_t count);
+
+  pp_model model_;
+  std::string model_name_;
+  pp_training training_;
+  pp_cluster cluster_;
+  int64_t data_parallel_size_;
+  std::vector<pp_mesh_axis> axes_;
+  std::vector<pp_op> ops_;
+  std::vector<pp_memory_item> memory_;
+  pp_pipeline pipeline_{};
+  std::vector<pp_stage> stages_;
+  std::vector<pp_schedule_step> steps_;
+  pp_plan_api_v1 api_{};
+};
+
+}  // namespace paraplan::host

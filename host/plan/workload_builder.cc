@@ -1,0 +1,223 @@
+#include "host/plan/workload_builder.h"
+
+#include <string>
+
+#include "paraplan/sdk.hpp"
+
+namespace paraplan::host {
+namespace {
+
+constexpr const char* kOwner = "model";
+constexpr double kActivationBytes = 2.0;  // bf16/fp16 activations, also under fp8 GEMMs
+
+struct Shape {
+  double tokens, seq, batch, hidden, heads, kv_heads, head_dim, ffn, vocab;
+  double experts, top_k, expert_ffn, shared_experts;
+  bool swiglu, moe;
+};
+
+Shape shape_of(const pp_model& model, const pp_training& training) {
+  Shape shape{};
+  shape.batch = static_cast<double>(training.micro_batch);
+  shape.seq = static_cast<double>(model.seq_len);
+  shape.tokens = shape.batch * shape.seq;
+  shape.hidden = static_cast<double>(model.hidden);
+  shape.heads = static_cast<double>(model.heads);
+  shape.kv_heads = static_cast<double>(model.kv_heads);
+  shape.head_dim = static_cast<double>(model.head_dim);
+  shape.ffn = static_cast<double>(model.ffn_hidden);
+  shape.vocab = static_cast<double>(model.vocab);
+  shape.experts = static_cast<double>(model.moe_experts);
+  shape.top_k = static_cast<double>(model.moe_top_k);
+  shape.expert_ffn = static_cast<double>(model.moe_ffn_hidden);
+  shape.shared_experts = static_cast<double>(model.moe_shared_experts);
+  shape.swiglu = model.ffn_type == PP_FFN_SWIGLU;
+  shape.moe = model.moe_experts > 0;
+  return shape;
+}
+
+pp_dtype gemm_dtype(const pp_training& training) {
+  switch (training.precision) {
+    case PP_PRECISION_FP8: return PP_DTYPE_FP8;
+    case PP_PRECISION_FP16: return PP_DTYPE_FP16;
+    default: return PP_DTYPE_BF16;
+  }
+}
+
+// Emits the forward op and its backward (twice the work: input and weight gradients) and, when
+// the recipe recomputes it, the re-run forward.
+class OpEmitter {
+ public:
+  OpEmitter(Plan& plan, pp_scope scope, pp_dtype dtype, pp_recompute recompute)
+      : plan_(plan), scope_(scope), dtype_(dtype), recompute_(recompute) {}
+
+  void gemm(const char* name, double m, double n, double k) {
+    pp_op op = make_op(PP_OP_GEMM, PP_PHASE_FORWARD, scope_, name, kOwner);
+    op.m = m, op.n = n, op.k = k, op.count = 1;
+    op.flops = 2.0 * m * n * k;
+    op.dtype = dtype_;
+    emit(op, /*attention=*/false);
+  }
+  void attention(double seq, double head_dim, double batch_heads) {
+    pp_op op = make_op(PP_OP_ATTENTION, PP_PHASE_FORWARD, scope_, "attention_core", kOwner);
+    op.m = seq, op.n = seq, op.k = head_dim, op.count = batch_heads;
+    // QK^T and (softmax)V: two s x s x d products per head. Megatron's convention counts the full
+    // square, causal or not; the hardware's attention efficiency absorbs the masked half.
+    op.flops = 4.0 * seq * seq * head_dim * batch_heads;
+    op.dtype = dtype_ == PP_DTYPE_FP8 ? PP_DTYPE_BF16 : dtype_;
+    emit(op, /*attention=*/true);
+  }
+  void memory_bound(const char* name, double bytes) {
+    pp_op op = make_op(PP_OP_MEMORY, PP_PHASE_FORWARD, scope_, name, kOwner);
+    op.bytes = bytes;
+    emit(op, /*attention=*/false);
+  }
+
+ private:
+  void emit(pp_op op, bool attention) {
+    plan_.ops().push_back(op);
+    pp_op backward = op;
+    backward.phase = PP_PHASE_BACKWARD;
+    backward.flops *= 2.0;
+    backward.bytes *= 2.0;
+    plan_.ops().push_back(backward);
+    bool recomputed = recompute_ == PP_RECOMPUTE_FULL || (recompute_ == PP_RECOMPUTE_SELECTIVE && attention);
+    if (recomputed && scope_ == PP_SCOPE_LAYER) {
+      op.phase = PP_PHASE_RECOMPUTE;
+      plan_.ops().push_back(op);
+    }
+  }
+
+  Plan& plan_;
+  pp_scope scope_;
+  pp_dtype dtype_;
+  pp_recompute recompute_;
+};
+
+void add_memory(Plan& plan, pp_memory_kind kind, pp_scope scope, const char* name, double bytes) {
+  plan.memory().push_back(make_memory_item(kind, scope, name, kOwner, bytes));
+}
+
+// Mixed-precision training state per parameter (Rajbhandari et al. 2020): 2-byte weights and
+// gradients, and fp32 master weights plus the optimizer's fp32 moments (Adam: m and v).
+void add_model_state(Plan& plan, pp_scope scope, const char* suffix, double parameters, pp_optimizer optimizer) {
+  double optimizer_bytes = optimizer == PP_OPTIMIZER_ADAM ? 12.0 : 8.0;
+  add_memory(plan, PP_MEMORY_PARAMETERS, scope, (std::string("weights.") + suffix).c_str(), 2.0 * parameters);
+  add_memory(plan, PP_MEMORY_GRADIENTS, scope, (std::string("grads.") + suffix).c_str(), 2.0 * parameters);
+  add_memory(plan, PP_MEMORY_OPTIMIZER, scope, (std::string("optimizer.") + suffix).c_str(),
+             optimizer_bytes * parameters);
+}
+
+// The optimizer update is memory-bound: Adam reads fp32 master, m, v and the gradient and
+// writes master, m, v and the 2-byte weights: 16 + 14 = 30 bytes per parameter (SGD: 18).
+void add_optimizer_step(Plan& plan, pp_scope scope, double parameters, pp_optimizer optimizer) {
+  pp_op op = make_op(PP_OP_MEMORY, PP_PHASE_STEP, scope, "optimizer_step", kOwner);
+  op.frequency = PP_PER_STEP;
+  op.bytes = (optimizer == PP_OPTIMIZER_ADAM ? 30.0 : 18.0) * parameters;
+  plan.ops().push_back(op);
+}
+
+void add_layer(Plan& plan, const Shape& s, const pp_training& training, const WorkloadOptions& options) {
+  OpEmitter emit(plan, PP_SCOPE_LAYER, gemm_dtype(training), training.recompute);
+  const double t = s.tokens, h = s.hidden, d = s.head_dim;
+  const double q_width = s.heads * d, kv_width = s.kv_heads * d;
+  emit.memory_bound("attn_norm", 2.0 * kActivationBytes * t * h);
+  emit.gemm("qkv", t, q_width + 2.0 * kv_width, h);
+  emit.attention(s.seq, d, s.batch * s.heads);
+  emit.gemm("attn_out", t, h, q_width);
+  emit.memory_bound("mlp_norm", 2.0 * kActivationBytes * t * h);
+  double ffn = s.ffn;
+  double routed_tokens = t;
+  if (s.moe) {
+    emit.gemm("router", t, s.experts, h);
+    // Each token visits top_k routed experts plus every shared expert.
+    routed_tokens = t * (s.top_k + s.shared_experts);
+    ffn = s.expert_ffn;
+    emit.gemm("expert_up", routed_tokens, ffn, h);
+    if (s.swiglu) emit.gemm("expert_gate", routed_tokens, ffn, h);
+    emit.memory_bound("expert_act", (s.swiglu ? 3.0 : 2.0) * kActivationBytes * routed_tokens * ffn);
+    emit.gemm("expert_down", routed_tokens, h, ffn);
+  } else {
+    emit.gemm("mlp_up", t, ffn, h);
+    if (s.swiglu) emit.gemm("mlp_gate", t, ffn, h);
+    emit.memory_bound("mlp_act", (s.swiglu ? 3.0 : 2.0) * kActivationBytes * t * ffn);
+    emit.gemm("mlp_down", t, h, ffn);
+  }
+
+  // Activations kept for backward, per layer and micro-batch (Korthikanti et al. 2022, sec. 4.1,
+  // generalised to GQA and SwiGLU): 34·s·b·h + 5·a·s²·b for a GELU MLP with f = 4h.
+  const double sbh = t * h;
+  auto act = [&](const char* name, double bytes) { add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_LAYER, name, bytes); };
+  if (training.recompute == PP_RECOMPUTE_FULL) {
+    act("act.seq.layer_input", kActivationBytes * sbh);
+    return;
+  }
+  act("act.seq.attn_norm_input", kActivationBytes * sbh);
+  act("act.seq.qkv_input", kActivationBytes * sbh);
+  act("act.tensor.q", kActivationBytes * t * q_width);
+  act("act.tensor.k", kActivationBytes * t * kv_width);
+  act("act.tensor.v", kActivationBytes * t * kv_width);
+  if (!options.flash_attention && training.recompute != PP_RECOMPUTE_SELECTIVE)
+    act("act.tensor.attention_scores", 5.0 * s.heads * s.seq * s.seq * s.batch);  // softmax 2 + mask 1 + dropout 2
+  act("act.tensor.attn_out_input", kActivationBytes * t * q_width);
+  act("act.seq.attn_dropout_mask", sbh);  // 1 byte per element
+  act("act.seq.mlp_norm_input", kActivationBytes * sbh);
+  act("act.seq.mlp_input", kActivationBytes * sbh);
+  // GELU keeps its input and output (2 tensors of width f); SwiGLU keeps gate, up and their product.
+  double hidden_tensors = s.swiglu ? 3.0 : 2.0;
+  if (s.moe) {
+    act("act.tensor.router_probs", 4.0 * t * s.experts);
+    act("act.expert.input", kActivationBytes * routed_tokens * h);
+    act("act.expert.hidden", hidden_tensors * kActivationBytes * routed_tokens * ffn);
+  } else {
+    act("act.tensor.mlp_hidden", hidden_tensors * kActivationBytes * t * ffn);
+  }
+  act("act.seq.mlp_dropout_mask", sbh);
+}
+
+}  // namespace
+
+ParameterCounts count_parameters(const pp_model& model) {
+  const double h = static_cast<double>(model.hidden), d = static_cast<double>(model.head_dim);
+  const double attention = h * (static_cast<double>(model.heads) + 2.0 * static_cast<double>(model.kv_heads)) * d +
+                           static_cast<double>(model.heads) * d * h;
+  const double matrices = model.ffn_type == PP_FFN_SWIGLU ? 3.0 : 2.0;
+  double mlp = matrices * h * static_cast<double>(model.ffn_hidden);
+  if (model.moe_experts > 0) {
+    const double experts = static_cast<double>(model.moe_experts + model.moe_shared_experts);
+    mlp = experts * matrices * h * static_cast<double>(model.moe_ffn_hidden) + h * static_cast<double>(model.moe_experts);
+  }
+  ParameterCounts counts;
+  counts.per_layer = attention + mlp + 2.0 * h;  // + two norm weight vectors
+  counts.embedding = static_cast<double>(model.vocab) * h;
+  counts.head = static_cast<double>(model.vocab) * h + h;  // untied output matrix + final norm
+  return counts;
+}
+
+void build_workload(Plan& plan, const WorkloadOptions& options) {
+  const pp_model& model = plan.model();
+  const pp_training& training = plan.training();
+  const Shape s = shape_of(model, training);
+  const ParameterCounts parameters = count_parameters(model);
+
+  OpEmitter embedding(plan, PP_SCOPE_EMBEDDING, gemm_dtype(training), training.recompute);
+  embedding.memory_bound("embedding", 2.0 * kActivationBytes * s.tokens * s.hidden);  // gather rows, write
+  add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_EMBEDDING, "act.seq.embedding_dropout_mask", s.tokens * s.hidden);
+
+  add_layer(plan, s, training, options);
+
+  OpEmitter head(plan, PP_SCOPE_HEAD, gemm_dtype(training), training.recompute);
+  head.memory_bound("final_norm", 2.0 * kActivationBytes * s.tokens * s.hidden);
+  head.gemm("logits", s.tokens, s.vocab, s.hidden);
+  head.memory_bound("loss", 3.0 * 4.0 * s.tokens * s.vocab);  // fp32 softmax: read logits, write probs, read for grad
+  add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_HEAD, "act.head.logits", 4.0 * s.tokens * s.vocab);
+
+  add_model_state(plan, PP_SCOPE_EMBEDDING, "embedding", parameters.embedding, training.optimizer);
+  add_model_state(plan, PP_SCOPE_LAYER, "layer", parameters.per_layer, training.optimizer);
+  add_model_state(plan, PP_SCOPE_HEAD, "head", parameters.head, training.optimizer);
+  add_optimizer_step(plan, PP_SCOPE_EMBEDDING, parameters.embedding, training.optimizer);
+  add_optimizer_step(plan, PP_SCOPE_LAYER, parameters.per_layer, training.optimizer);
+  add_optimizer_step(plan, PP_SCOPE_HEAD, parameters.head, training.optimizer);
+}
+
+}  // namespace paraplan::host

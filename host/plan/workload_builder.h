@@ -1,0 +1,29 @@
+// paraplan/host/plan/workload_builder.h: model + training settings -> the unsharded workload.
+//
+// Fills a fresh Plan with the ops and memory of ONE device running the whole model on one
+// micro-batch, before any strategy divides it: per-layer GEMMs with their shapes, the attention
+// core, memory-bound kernels, the embedding and output head, the optimizer update, and the
+// parameter, gradient, optimizer-state and activation memory. docs/cost-model.md gives every
+// formula with its source; the canonical names are listed in sdk/include/paraplan/plan.h.
+#pragma once
+
+#include "host/plan/plan.h"
+
+namespace paraplan::host {
+
+struct WorkloadOptions {
+  bool flash_attention = true;  // removes the 5·a·s²·b attention-score activations
+};
+
+void build_workload(Plan& plan, const WorkloadOptions& options);
+
+// Parameters of one transformer layer, of the embedding and of the output head.
+struct ParameterCounts {
+  double per_layer = 0;
+  double embedding = 0;
+  double head = 0;
+  double total(int64_t layers) const { return per_layer * static_cast<double>(layers) + embedding + head; }
+};
+ParameterCounts count_parameters(const pp_model& model);
+
+}  // namespace paraplan::host

@@ -1,0 +1,54 @@
+// paraplan/host/plugin/plugin_instance.h: live objects created by plugins.
+//
+// Each instance pairs a plugin's create() with its destroy() and holds the library's shared_ptr,
+// so the code that must destroy the object is still mapped when it does. Plugin failures come
+// back as host errors: PP_ERROR_CONSTRAINT / UNSUPPORTED as PlanError (exit 1), anything else as
+// InputError (exit 3), each message naming the plugin.
+#pragma once
+
+#include <string>
+
+#include "host/plugin/plugin_library.h"
+#include "host/recipe/param_values.h"
+#include "paraplan/plugin.h"
+
+namespace paraplan::host {
+
+// Turns a plugin status into the matching host error; `context` says who and where.
+void throw_plugin_failure(pp_status status, const char* message, const std::string& context);
+
+// A fixed-size, NUL-initialised buffer the plugin writes its error message into.
+struct ErrorBuffer {
+  char text[1024] = {};
+  pp_error error{sizeof(pp_error), text, sizeof(text)};
+};
+
+class PluginInstance {
+ public:
+  PluginInstance(const LoadedPlugin& plugin, ParamValues params, std::string context);
+  ~PluginInstance();
+  PluginInstance(const PluginInstance&) = delete;
+  PluginInstance& operator=(const PluginInstance&) = delete;
+
+  void* handle() const { return handle_; }
+  const pp_plugin_v1& metadata() const { return *plugin_.metadata; }
+  const LoadedPlugin& plugin() const { return plugin_; }
+  const ParamValues& params() const { return params_; }
+  const std::string& context() const { return context_; }  // "recipe.toml:12:1: strategy[0] 'tp'"
+
+  // Calls `call(error)`; on failure throws with this instance's context.
+  template <typename Call>
+  void invoke(Call&& call) const {
+    ErrorBuffer buffer;
+    pp_status status = call(&buffer.error);
+    if (status != PP_OK) throw_plugin_failure(status, buffer.text, context_);
+  }
+
+ private:
+  LoadedPlugin plugin_;
+  ParamValues params_;
+  std::string context_;
+  void* handle_ = nullptr;
+};
+
+}  // namespace paraplan::host

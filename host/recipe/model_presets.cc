@@ -1,0 +1,59 @@
+#include "host/recipe/model_presets.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+
+#include "host/plugin/plugin_search_path.h"
+
+namespace paraplan::host {
+
+std::vector<std::filesystem::path> model_preset_directories(const std::filesystem::path& recipe_file) {
+  std::vector<std::filesystem::path> directories;
+  std::error_code error;
+  std::filesystem::path directory = std::filesystem::absolute(recipe_file, error).parent_path();
+  for (int depth = 0; depth < 3 && !directory.empty(); ++depth) {
+    directories.push_back(directory / "models");
+    if (directory == directory.parent_path()) break;
+    directory = directory.parent_path();
+  }
+  if (const char* environment = std::getenv("PARAPLAN_MODEL_PATH")) {
+    std::stringstream entries(environment);
+    std::string entry;
+    while (std::getline(entries, entry, ':'))
+      if (!entry.empty()) directories.emplace_back(entry);
+  }
+  std::filesystem::path executable = current_executable();
+  if (!executable.empty())
+    directories.push_back(executable.parent_path().parent_path() / "share" / "paraplan" / "models");
+#ifdef PARAPLAN_SOURCE_MODELS_DIR
+  directories.emplace_back(PARAPLAN_SOURCE_MODELS_DIR);
+#endif
+  return directories;
+}
+
+std::optional<std::filesystem::path> find_model_preset(const std::string& preset,
+                                                       const std::vector<std::filesystem::path>& directories) {
+  // A preset is a bare name: no path separators, so a recipe cannot point outside the folders.
+  if (preset.empty() || preset.find('/') != std::string::npos || preset.find("..") != std::string::npos)
+    return std::nullopt;
+  for (const std::filesystem::path& directory : directories) {
+    std::filesystem::path candidate = directory / (preset + ".toml");
+    std::error_code error;
+    if (std::filesystem::is_regular_file(candidate, error)) return candidate;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> list_model_presets(const std::vector<std::filesystem::path>& directories) {
+  std::set<std::string> names;
+  for (const std::filesystem::path& directory : directories) {
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(directory, error))
+      if (entry.path().extension() == ".toml") names.insert(entry.path().stem().string());
+  }
+  return {names.begin(), names.end()};
+}
+
+}  // namespace paraplan::host

@@ -1,0 +1,23 @@
+// paraplan/host/recipe/model_presets.h: finding recipes/models/<preset>.toml.
+//
+// Search order: the recipe's directory and its parents' `models/` folders (so recipes in
+// recipes/ and recipes/scenarios/ both find recipes/models/), then PARAPLAN_MODEL_PATH
+// (colon-separated), then <exe>/../share/paraplan/models, then the source tree's recipes/models.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace paraplan::host {
+
+std::vector<std::filesystem::path> model_preset_directories(const std::filesystem::path& recipe_file);
+
+std::optional<std::filesystem::path> find_model_preset(const std::string& preset,
+                                                       const std::vector<std::filesystem::path>& directories);
+
+// Names of every preset found in `directories`, for "did you mean" and `paraplan models`.
+std::vector<std::string> list_model_presets(const std::vector<std::filesystem::path>& directories);
+
+}  // namespace paraplan::host

@@ -1,0 +1,303 @@
+#include "host/recipe/recipe_reader.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "host/core/edit_distance.h"
+#include "host/core/errors.h"
+#include "host/recipe/model_presets.h"
+#include "host/recipe/source_location.h"
+
+namespace paraplan::host {
+
+std::vector<std::string> default_mesh_order() { return {"tp", "cp", "ep", "dp", "pp"}; }
+
+namespace {
+
+// Reads typed keys from one table and remembers which keys it asked for, so that whatever is
+// left over can be reported as unknown with a suggestion.
+class TableReader {
+ public:
+  TableReader(const toml::table* table, std::string path, const std::string& file)
+      : table_(table), path_(std::move(path)), file_(file) {}
+
+  std::optional<int64_t> integer(const std::string& key, int64_t minimum) {
+    const toml::node* node = lookup(key);
+    if (!node) return std::nullopt;
+    auto value = node->value_exact<int64_t>();
+    if (!value) fail(node, key, "expected an integer, got " + toml_type_name(*node));
+    if (*value < minimum) fail(node, key, "must be >= " + std::to_string(minimum) + ", got " + std::to_string(*value));
+    return value;
+  }
+  int64_t required_integer(const std::string& key, int64_t minimum) {
+    auto value = integer(key, minimum);
+    if (!value) fail(nullptr, key, "is required");
+    return *value;
+  }
+  std::optional<std::string> string(const std::string& key) {
+    const toml::node* node = lookup(key);
+    if (!node) return std::nullopt;
+    auto value = node->value_exact<std::string>();
+    if (!value) fail(node, key, "expected a string, got " + toml_type_name(*node));
+    return value;
+  }
+  std::optional<std::string> choice(const std::string& key, const std::vector<std::string>& allowed) {
+    auto value = string(key);
+    if (!value) return std::nullopt;
+    for (const std::string& option : allowed)
+      if (option == *value) return value;
+    std::string options;
+    for (const std::string& option : allowed) options += (options.empty() ? "" : "|") + option;
+    fail(lookup(key), key, "'" + *value + "' is not one of " + options + did_you_mean(*value, allowed));
+  }
+  std::optional<bool> boolean(const std::string& key) {
+    const toml::node* node = lookup(key);
+    if (!node) return std::nullopt;
+    auto value = node->value_exact<bool>();
+    if (!value) fail(node, key, "expected true or false, got " + toml_type_name(*node));
+    return value;
+  }
+  std::optional<std::vector<std::string>> string_list(const std::string& key) {
+    const toml::node* node = lookup(key);
+    if (!node) return std::nullopt;
+    const toml::array* array = node->as_array();
+    if (!array) fail(node, key, "expected an array of strings, got " + toml_type_name(*node));
+    std::vector<std::string> items;
+    for (const toml::node& item : *array) {
+      auto text = item.value_exact<std::string>();
+      if (!text) fail(&item, key, "expected an array of strings");
+      items.push_back(*text);
+    }
+    return items;
+  }
+  // Marks keys as known without reading them (e.g. keys another component validates).
+  void allow(const std::vector<std::string>& keys) { known_.insert(known_.end(), keys.begin(), keys.end()); }
+
+  void reject_unknown_keys() const {
+    if (!table_) return;
+    for (const auto& [key, node] : *table_) {
+      std::string name(key.str());
+      bool known = false;
+      for (const std::string& candidate : known_) known = known || candidate == name;
+      if (!known)
+        throw InputError(location_of(file_, key) + ": " + qualified(name) + ": unknown key" +
+                         did_you_mean(name, known_));
+    }
+  }
+
+  [[noreturn]] void fail(const toml::node* node, const std::string& key, const std::string& problem) const {
+    const toml::node* where = node ? node : static_cast<const toml::node*>(table_);
+    throw InputError(location_of(file_, where) + ": " + qualified(key) + ": " + problem);
+  }
+
+ private:
+  const toml::node* lookup(const std::string& key) {
+    known_.push_back(key);
+    return table_ ? table_->get(key) : nullptr;
+  }
+  std::string qualified(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  const toml::table* table_;
+  std::string path_;
+  const std::string& file_;
+  std::vector<std::string> known_;
+};
+
+toml::table parse_toml(std::string_view text, const std::string& file_name) {
+  try {
+    return toml::parse(text, file_name);
+  } catch (const toml::parse_error& failure) {
+    const toml::source_position& begin = failure.source().begin;
+    throw InputError(file_name + ":" + std::to_string(begin.line) + ":" + std::to_string(begin.column) + ": " +
+                     std::string(failure.description()));
+  }
+}
+
+toml::table read_toml_file(const std::filesystem::path& file) {
+  std::ifstream stream(file, std::ios::binary);
+  if (!stream) throw InputError(file.string() + ": cannot open file");
+  std::stringstream text;
+  text << stream.rdbuf();
+  return parse_toml(text.str(), file.string());
+}
+
+const toml::table* subtable(const toml::table& document, const std::string& key, const std::string& file) {
+  const toml::node* node = document.get(key);
+  if (!node) return nullptr;
+  if (!node->is_table())
+    throw InputError(location_of(file, node) + ": " + key + ": expected a table ([" + key + "]), got " +
+                     toml_type_name(*node));
+  return node->as_table();
+}
+
+const std::vector<std::string> kModelShapeKeys = {
+    "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "ffn_type", "vocab", "seq_len",
+    "moe_experts", "moe_top_k", "moe_ffn_hidden", "moe_shared_experts"};
+
+// The preset's keys with the recipe's explicit keys laid over them.
+toml::table merged_model_table(const toml::table* recipe_model, const std::string& file,
+                               const RecipeReaderOptions& options, const std::filesystem::path& recipe_path,
+                               std::string& preset_name) {
+  toml::table merged;
+  TableReader reader(recipe_model, "model", file);
+  if (auto preset = reader.string("preset")) {
+    std::vector<std::filesystem::path> directories = options.model_directories;
+    std::vector<std::filesystem::path> defaults = model_preset_directories(recipe_path);
+    directories.insert(directories.end(), defaults.begin(), defaults.end());
+    auto preset_file = find_model_preset(*preset, directories);
+    if (!preset_file)
+      reader.fail(recipe_model->get("preset"), "preset",
+                  "no model preset '" + *preset + "'" + did_you_mean(*preset, list_model_presets(directories)));
+    merged = read_toml_file(*preset_file);
+    TableReader preset_reader(&merged, "", preset_file->string());
+    preset_reader.string("description");
+    preset_reader.string("source");
+    preset_reader.allow(kModelShapeKeys);
+    preset_reader.reject_unknown_keys();
+    merged.erase("description");
+    merged.erase("source");
+    preset_name = *preset;
+  }
+  if (recipe_model)
+    for (const auto& [key, node] : *recipe_model)
+      if (key.str() != "preset") merged.insert_or_assign(key.str(), node);
+  return merged;
+}
+
+void read_model(Recipe& recipe, const toml::table* model_table, const RecipeReaderOptions& options,
+                const std::filesystem::path& recipe_path) {
+  if (!model_table) throw InputError(recipe.file + ": [model]: the recipe has no [model] table");
+  std::string preset_name;
+  toml::table merged = merged_model_table(model_table, recipe.file, options, recipe_path, preset_name);
+  TableReader reader(&merged, "model", recipe.file);
+  reader.allow({"preset"});
+  pp_model& shape = recipe.model.shape;
+  shape.struct_size = sizeof(pp_model);
+  shape.layers = reader.required_integer("layers", 1);
+  shape.hidden = reader.required_integer("hidden", 1);
+  shape.heads = reader.required_integer("heads", 1);
+  shape.kv_heads = reader.integer("kv_heads", 1).value_or(shape.heads);
+  shape.head_dim = reader.integer("head_dim", 1).value_or(shape.hidden / shape.heads);
+  std::string ffn = reader.choice("ffn_type", {"gelu", "swiglu"}).value_or("gelu");
+  shape.ffn_type = ffn == "swiglu" ? PP_FFN_SWIGLU : PP_FFN_GELU;
+  auto ffn_hidden = reader.integer("ffn_hidden", 1);
+  if (!ffn_hidden && shape.ffn_type == PP_FFN_SWIGLU)
+    reader.fail(nullptr, "ffn_hidden", "is required for ffn_type = \"swiglu\"");
+  shape.ffn_hidden = ffn_hidden.value_or(4 * shape.hidden);
+  shape.vocab = reader.required_integer("vocab", 1);
+  shape.seq_len = reader.required_integer("seq_len", 1);
+  shape.moe_experts = reader.integer("moe_experts", 0).value_or(0);
+  shape.moe_top_k = reader.integer("moe_top_k", 1).value_or(shape.moe_experts > 0 ? 2 : 0);
+  shape.moe_ffn_hidden = reader.integer("moe_ffn_hidden", 1).value_or(shape.moe_experts > 0 ? shape.ffn_hidden : 0);
+  shape.moe_shared_experts = reader.integer("moe_shared_experts", 0).value_or(0);
+  reader.reject_unknown_keys();
+
+  if (shape.heads % shape.kv_heads != 0)
+    reader.fail(merged.get("kv_heads"), "kv_heads",
+                std::to_string(shape.kv_heads) + " must divide heads = " + std::to_string(shape.heads));
+  if (shape.moe_experts > 0 && shape.moe_top_k > shape.moe_experts)
+    reader.fail(merged.get("moe_top_k"), "moe_top_k",
+                std::to_string(shape.moe_top_k) + " exceeds moe_experts = " + std::to_string(shape.moe_experts));
+  recipe.model.name = preset_name.empty() ? "custom" : preset_name;
+  shape.name = recipe.model.name.c_str();
+}
+
+void read_training(Recipe& recipe, const toml::table* table) {
+  if (!table) throw InputError(recipe.file + ": [training]: the recipe has no [training] table");
+  TableReader reader(table, "training", recipe.file);
+  pp_training& training = recipe.training;
+  training.struct_size = sizeof(pp_training);
+  training.global_batch = reader.required_integer("global_batch", 1);
+  training.micro_batch = reader.integer("micro_batch", 1).value_or(1);
+  std::string precision = reader.choice("precision", {"bf16", "fp16", "fp8"}).value_or("bf16");
+  training.precision = precision == "fp16" ? PP_PRECISION_FP16 : precision == "fp8" ? PP_PRECISION_FP8 : PP_PRECISION_BF16;
+  std::string recompute = reader.choice("recompute", {"none", "selective", "full"}).value_or("none");
+  training.recompute = recompute == "full" ? PP_RECOMPUTE_FULL
+                       : recompute == "selective" ? PP_RECOMPUTE_SELECTIVE
+                                                  : PP_RECOMPUTE_NONE;
+  std::string optimizer = reader.choice("optimizer", {"adam", "sgd"}).value_or("adam");
+  training.optimizer = optimizer == "sgd" ? PP_OPTIMIZER_SGD : PP_OPTIMIZER_ADAM;
+  recipe.flash_attention = reader.boolean("flash_attention").value_or(true);
+  reader.reject_unknown_keys();
+  if (training.global_batch % training.micro_batch != 0)
+    reader.fail(table->get("global_batch"), "global_batch",
+                std::to_string(training.global_batch) + " is not a multiple of micro_batch = " +
+                    std::to_string(training.micro_batch));
+}
+
+void read_cluster(Recipe& recipe, const toml::table* table, const std::filesystem::path& recipe_path) {
+  if (!table) throw InputError(recipe.file + ": [cluster]: the recipe has no [cluster] table");
+  TableReader reader(table, "cluster", recipe.file);
+  ClusterSpec& cluster = recipe.cluster;
+  auto hardware = reader.string("hardware");
+  if (!hardware || hardware->empty()) reader.fail(nullptr, "hardware", "is required (a hardware plugin name or a .toml profile)");
+  cluster.hardware = *hardware;
+  // A profile file is named by path; relative paths are relative to the recipe, not the shell.
+  if (cluster.hardware.find('/') != std::string::npos || cluster.hardware.ends_with(".toml")) {
+    std::filesystem::path profile = cluster.hardware;
+    if (profile.is_relative()) profile = std::filesystem::absolute(recipe_path).parent_path() / profile;
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(profile, error))
+      reader.fail(table->get("hardware"), "hardware", "profile file " + profile.string() + " does not exist");
+    cluster.hardware_file = profile.lexically_normal().string();
+  }
+  cluster.num_gpus = reader.required_integer("num_gpus", 1);
+  cluster.gpus_per_node = reader.integer("gpus_per_node", 1);
+  cluster.mesh_order = reader.string_list("mesh_order").value_or(default_mesh_order());
+  reader.reject_unknown_keys();
+}
+
+void read_strategies(Recipe& recipe, const toml::table& document) {
+  const toml::node* node = document.get("strategy");
+  if (!node) return;
+  const toml::array* array = node->as_array();
+  if (!array || !array->is_array_of_tables())
+    throw InputError(location_of(recipe.file, node) + ": strategy: expected an array of tables ([[strategy]])");
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::table* table = array->get(i)->as_table();
+    StrategyEntry entry;
+    entry.key_path = "strategy[" + std::to_string(i) + "]";
+    entry.table = table;
+    TableReader reader(table, entry.key_path, recipe.file);
+    auto name = reader.string("name");
+    if (!name || name->empty()) reader.fail(nullptr, "name", "is required (the strategy plugin's name)");
+    entry.name = *name;
+    entry.degree = reader.integer("degree", 1);
+    for (const StrategyEntry& earlier : recipe.strategies)
+      if (earlier.name == entry.name)
+        reader.fail(table->get("name"), "name", "strategy '" + entry.name + "' appears twice (also " + earlier.key_path + ")");
+    recipe.strategies.push_back(std::move(entry));
+  }
+}
+
+std::unique_ptr<Recipe> build_recipe(toml::table document, const std::string& file_name,
+                                     const RecipeReaderOptions& options) {
+  auto recipe = std::make_unique<Recipe>();
+  recipe->file = file_name;
+  recipe->document = std::make_shared<toml::table>(std::move(document));
+  const toml::table& root = *recipe->document;
+  TableReader top(&root, "", recipe->file);
+  top.string("description");
+  top.allow({"model", "training", "cluster", "strategy", "executor"});
+  top.reject_unknown_keys();
+  std::filesystem::path recipe_path(file_name);
+  read_model(*recipe, subtable(root, "model", file_name), options, recipe_path);
+  read_training(*recipe, subtable(root, "training", file_name));
+  read_cluster(*recipe, subtable(root, "cluster", file_name), recipe_path);
+  read_strategies(*recipe, root);
+  recipe->executor_table = subtable(root, "executor", file_name);
+  return recipe;
+}
+
+}  // namespace
+
+std::unique_ptr<Recipe> read_recipe(const std::filesystem::path& file, const RecipeReaderOptions& options) {
+  return build_recipe(read_toml_file(file), file.string(), options);
+}
+
+std::unique_ptr<Recipe> parse_recipe(std::string_view text, const std::string& file_name,
+                                     const RecipeReaderOptions& options) {
+  return build_recipe(parse_toml(text, file_name), file_name, options);
+}
+
+}  // namespace paraplan::host

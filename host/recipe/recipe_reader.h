@@ -1,0 +1,24 @@
+// paraplan/host/recipe/recipe_reader.h: TOML file -> Recipe, with every error located.
+//
+// Malformed TOML is reported as "file:line:column: <parser message>"; schema problems as
+// "file:line:column: training.micro_batch: must be >= 1". Every error is an InputError (exit 3).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "host/recipe/recipe.h"
+
+namespace paraplan::host {
+
+struct RecipeReaderOptions {
+  std::vector<std::filesystem::path> model_directories;  // searched for presets after the recipe's own
+};
+
+std::unique_ptr<Recipe> read_recipe(const std::filesystem::path& file, const RecipeReaderOptions& options = {});
+std::unique_ptr<Recipe> parse_recipe(std::string_view text, const std::string& file_name,
+                                     const RecipeReaderOptions& options = {});
+
+}  // namespace paraplan::host

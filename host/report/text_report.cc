@@ -1,0 +1,88 @@
+#include "host/report/text_report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+
+namespace paraplan::host {
+namespace {
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string printf_text(const char* format, double value, const char* unit) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), format, value, unit);
+  return buffer;
+}
+
+// Decimal units, as GPU datasheets and the ZeRO paper state memory (an "80 GB" H100 is 80e9 bytes).
+std::string bytes_text(double bytes) {
+  double magnitude = std::fabs(bytes);
+  if (magnitude >= 1e12) return printf_text("%.2f %s", bytes / 1e12, "TB");
+  if (magnitude >= 1e9) return printf_text("%.2f %s", bytes / 1e9, "GB");
+  if (magnitude >= 1e6) return printf_text("%.2f %s", bytes / 1e6, "MB");
+  if (magnitude >= 1e3) return printf_text("%.2f %s", bytes / 1e3, "kB");
+  return printf_text("%.0f %s", bytes, "B");
+}
+
+// True when some dot-separated segment of `key` ends with `suffix` ("time.exposed_comm_s.tp").
+bool segment_ends_with(const std::string& key, const std::string& suffix) {
+  size_t start = 0;
+  while (start <= key.size()) {
+    size_t end = key.find('.', start);
+    std::string segment = key.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (ends_with(segment, suffix)) return true;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return false;
+}
+
+std::string seconds_text(double seconds) {
+  double magnitude = std::fabs(seconds);
+  if (magnitude == 0) return "0 s";
+  if (magnitude >= 1.0) return printf_text("%.3f %s", seconds, "s");
+  if (magnitude >= 1e-3) return printf_text("%.3f %s", seconds * 1e3, "ms");
+  return printf_text("%.3f %s", seconds * 1e6, "us");
+}
+
+std::string plain_number(double value) {
+  if (std::nearbyint(value) == value && std::fabs(value) < 1e15) return printf_text("%.0f%s", value, "");
+  return printf_text("%.4g%s", value, "");
+}
+
+}  // namespace
+
+std::string format_value(const std::string& key, const ResultValue& value) {
+  if (const bool* flag = std::get_if<bool>(&value)) return *flag ? "yes" : "no";
+  if (const std::string* text = std::get_if<std::string>(&value)) return *text;
+  double number = std::get<double>(value);
+  if (!std::isfinite(number)) return "n/a";
+  if (key.find("tokens_per_s") != std::string::npos) return printf_text("%.0f %s", number, "tokens/s");
+  if (key.find("tflops") != std::string::npos) return printf_text("%.1f %s", number, "TFLOP/s");
+  if (key.find("bytes") != std::string::npos) return bytes_text(number);
+  if (segment_ends_with(key, "_s")) return seconds_text(number);
+  if (ends_with(key, "fraction") || ends_with(key, "mfu") || ends_with(key, "_pct"))
+    return printf_text("%.1f %s", ends_with(key, "_pct") ? number : number * 100.0, "%");
+  return plain_number(number);
+}
+
+void write_text_report(std::ostream& out, const ResultTree& results) {
+  std::string section;
+  size_t width = 0;
+  for (const auto& [key, value] : results.entries()) width = std::max(width, key.size() - key.find('.') - 1);
+  for (const auto& [key, value] : results.entries()) {
+    size_t dot = key.find('.');
+    std::string head = dot == std::string::npos ? "" : key.substr(0, dot);
+    std::string rest = dot == std::string::npos ? key : key.substr(dot + 1);
+    if (head != section) {
+      out << (section.empty() ? "" : "\n") << head << "\n";
+      section = head;
+    }
+    out << "  " << std::left << std::setw(static_cast<int>(width)) << rest << "  " << format_value(key, value) << "\n";
+  }
+}
+
+}  // namespace paraplan::host

@@ -1,0 +1,135 @@
+// analytic: the closed-form cost model. Sums every rank class's ops and memory (stage_cost.h)
+// and combines the stages with the pipeline schedule the plan carries.
+//
+//   step = max over stages of (micro_batches x time per micro-batch)
+//        + bubble_fraction x micro_batches x slowest micro-batch time        (the schedule's idle)
+//        + exposed per-step communication + optimizer update               (after the last micro-batch)
+//   memory per GPU = weights + gradients + optimizer state
+//                  + activations per micro-batch x micro-batches in flight + other + runtime overhead
+//   MFU = model FLOPs per step / (step x GPUs x peak bf16 FLOP/s)   (Megatron-LM convention:
+//         recomputation is not model work; fp8 runs are still measured against the bf16 peak)
+#include <algorithm>
+#include <map>
+
+#include "paraplan/cost_model.hpp"
+#include "paraplan/sdk.hpp"
+#include "stage_cost.h"
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+class Analytic : public paraplan::Executor {
+ public:
+  static paraplan::PluginInfo info() {
+    return {"analytic",
+            "1.0.0",
+            "Closed-form cost model: memory per GPU, communication per strategy, step time, throughput, MFU",
+            {paraplan::ParamSpec::Float("runtime_overhead_gib", 1.0,
+                                        "memory every GPU loses to the CUDA context, NCCL buffers and allocator")
+                 .range(0.0, 64.0)}};
+  }
+
+  explicit Analytic(const paraplan::Params& params) : overhead_bytes_(params.float_value("runtime_overhead_gib") * kGiB) {}
+
+  void run(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware,
+           const paraplan::ResultSink& results) override {
+    const pp_hardware_profile& profile = *hardware.profile;
+    const pp_pipeline& pipeline = plan.pipeline();
+    const double micro_batches = static_cast<double>(pipeline.micro_batches);
+
+    std::vector<analytic::StageCost> stages;
+    for (const pp_stage& stage : plan.stages()) stages.push_back(analytic::cost_stage(plan, hardware, stage));
+
+    // The slowest stage sets the pace of the whole pipeline.
+    size_t slowest = 0, fullest = 0;
+    std::vector<double> stage_memory;
+    for (size_t i = 0; i < stages.size(); ++i) {
+      if (stages[i].micro_batch_s() > stages[slowest].micro_batch_s()) slowest = i;
+      const analytic::StageCost& stage = stages[i];
+      double activations = stage.activations_bytes_per_micro_batch * pipeline.in_flight_micro_batches;
+      stage_memory.push_back(stage.weights_bytes + stage.gradients_bytes + stage.optimizer_bytes + activations +
+                             stage.other_bytes + overhead_bytes_);
+      if (stage_memory[i] > stage_memory[fullest]) fullest = i;
+    }
+    const analytic::StageCost& pace = stages[slowest];
+    const double steady_s = micro_batches * pace.micro_batch_s();
+    const double bubble_s = pipeline.bubble_fraction * steady_s;
+    const double step_comm_s = pace.step_backward.elapsed_s() - pace.step_backward.compute_s;
+    const double tail_s = pace.step_tail.elapsed_s();
+    const double step_s = steady_s + bubble_s + step_comm_s + tail_s;
+
+    report_memory(results, stages[fullest], stage_memory[fullest], profile, pipeline);
+    report_communication(results, stages);
+    report_time(results, pace, micro_batches, bubble_s, step_s, pipeline);
+    report_throughput(results, plan, stages, step_s, profile);
+  }
+
+ private:
+  void report_memory(const paraplan::ResultSink& results, const analytic::StageCost& stage, double total,
+                     const pp_hardware_profile& profile, const pp_pipeline& pipeline) const {
+    results.number("memory.per_gpu_bytes", total);
+    results.number("memory.capacity_bytes", profile.memory_bytes);
+    results.boolean("memory.fits", total <= profile.memory_bytes);
+    results.number("memory.parameters_bytes", stage.weights_bytes);
+    results.number("memory.gradients_bytes", stage.gradients_bytes);
+    results.number("memory.optimizer_bytes", stage.optimizer_bytes);
+    results.number("memory.activations_bytes", stage.activations_bytes_per_micro_batch * pipeline.in_flight_micro_batches);
+    results.number("memory.other_bytes", stage.other_bytes + overhead_bytes_);
+    results.number("memory.micro_batches_in_flight", pipeline.in_flight_micro_batches);
+  }
+
+  static void report_communication(const paraplan::ResultSink& results, const std::vector<analytic::StageCost>& stages) {
+    std::map<std::string, double> busiest;
+    for (const analytic::StageCost& stage : stages)
+      for (const auto& [owner, bytes] : stage.bytes_sent_per_step) busiest[owner] = std::max(busiest[owner], bytes);
+    for (const auto& [owner, bytes] : busiest) results.number("comm." + owner + ".bytes_per_gpu_per_step", bytes);
+  }
+
+  static void report_time(const paraplan::ResultSink& results, const analytic::StageCost& pace, double micro_batches,
+                          double bubble_s, double step_s, const pp_pipeline& pipeline) {
+    results.number("time.step_s", step_s);
+    results.number("time.compute_s", micro_batches * (pace.forward.compute_s + pace.backward.compute_s));
+    results.number("time.bubble_s", bubble_s);
+    std::map<std::string, double> exposed;
+    for (const auto& [owner, seconds] : pace.forward.exposed_by_owner()) exposed[owner] += micro_batches * seconds;
+    for (const auto& [owner, seconds] : pace.backward.exposed_by_owner()) exposed[owner] += micro_batches * seconds;
+    analytic::PhaseCost step_comm = pace.step_backward;
+    for (const auto& [owner, seconds] : step_comm.exposed_by_owner()) exposed[owner] += seconds;
+    for (const auto& [owner, seconds] : pace.step_tail.critical_comm_s) exposed[owner] += seconds;
+    for (const auto& [owner, seconds] : exposed) results.number("time.exposed_comm_s." + owner, seconds);
+    results.number("time.optimizer_s", pace.step_tail.compute_s);
+    results.number("pipeline.bubble_fraction", pipeline.bubble_fraction);
+    results.number("pipeline.stages", static_cast<double>(pipeline.stages));
+    results.number("pipeline.virtual_stages", static_cast<double>(pipeline.virtual_stages));
+  }
+
+  static void report_throughput(const paraplan::ResultSink& results, const paraplan::PlanView& plan,
+                                const std::vector<analytic::StageCost>& stages, double step_s,
+                                const pp_hardware_profile& profile) {
+    const double gpus = static_cast<double>(plan.cluster().num_gpus);
+    const double micro_batches = static_cast<double>(plan.pipeline().micro_batches);
+    const double tokens = static_cast<double>(plan.training().global_batch) * static_cast<double>(plan.model().seq_len);
+    // Every stage class is replicated over gpus / stages ranks, each running all micro-batches.
+    const double ranks_per_stage = gpus / static_cast<double>(stages.size());
+    double model_flops = 0, hardware_flops = 0;
+    for (const analytic::StageCost& stage : stages) {
+      model_flops += ranks_per_stage * micro_batches * stage.model_flops_per_micro_batch;
+      hardware_flops += ranks_per_stage * micro_batches *
+                        (stage.model_flops_per_micro_batch + stage.recompute_flops_per_micro_batch);
+    }
+    const double peak = paraplan::cost::peak_flops(profile, PP_DTYPE_BF16);
+    results.number("throughput.tokens_per_s", tokens / step_s);
+    results.number("throughput.tokens_per_s_per_gpu", tokens / step_s / gpus);
+    results.number("throughput.model_flops_per_step", model_flops);
+    results.number("throughput.model_tflops_per_gpu", model_flops / step_s / gpus / 1e12);
+    results.number("throughput.hardware_tflops_per_gpu", hardware_flops / step_s / gpus / 1e12);
+    results.number("throughput.mfu", model_flops / step_s / gpus / peak);
+  }
+
+  double overhead_bytes_;
+};
+
+}  // namespace
+
+PARAPLAN_PLUGIN(Analytic)

@@ -1,0 +1,137 @@
+#include "stage_cost.h"
+
+#include <algorithm>
+
+#include "paraplan/cost_model.hpp"
+
+namespace analytic {
+namespace {
+
+double sum(const std::map<std::string, double>& values) {
+  double total = 0;
+  for (const auto& [owner, value] : values) total += value;
+  return total;
+}
+
+// How often a scope's items repeat on this stage: per layer held, or once if the stage has it.
+double multiplicity(pp_scope scope, const pp_stage& stage) {
+  switch (scope) {
+    case PP_SCOPE_LAYER: return static_cast<double>(stage.layers);
+    case PP_SCOPE_EMBEDDING: return stage.has_embedding ? 1.0 : 0.0;
+    case PP_SCOPE_HEAD: return stage.has_head ? 1.0 : 0.0;
+    case PP_SCOPE_STEP: return 1.0;
+  }
+  return 0.0;
+}
+
+// nccl-tests bus bytes: what each rank puts on the wire for one collective of buffer size n.
+double bytes_on_wire(const pp_op& op, double ranks) {
+  if (op.kind == PP_OP_SEND_RECV) return op.bytes;
+  if (ranks <= 1) return 0.0;
+  double fraction = (ranks - 1.0) / ranks;
+  return op.collective == PP_COLLECTIVE_ALL_REDUCE ? 2.0 * fraction * op.bytes : fraction * op.bytes;
+}
+
+double op_time(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_op& op) {
+  const pp_hardware_profile& profile = *hardware.profile;
+  switch (op.kind) {
+    case PP_OP_GEMM: {
+      double count = op.count > 0 ? op.count : 1.0;
+      double forward_flops = 2.0 * op.m * op.n * op.k * count;
+      // A backward op carries both gradient GEMMs: price the forward shape and scale by the work.
+      double scale = forward_flops > 0 ? op.flops / forward_flops : 0.0;
+      return scale * count * paraplan::cost::gemm_time(hardware, op.m, op.n, op.k, op.dtype);
+    }
+    case PP_OP_ATTENTION: {
+      double efficiency = profile.attention_efficiency > 0 ? profile.attention_efficiency : 0.5;
+      return op.flops / (paraplan::cost::peak_flops(profile, op.dtype) * efficiency);
+    }
+    case PP_OP_MEMORY: return paraplan::cost::memory_time(profile, op.bytes);
+    case PP_OP_COLLECTIVE: {
+      const pp_mesh_axis& axis = plan.axes()[static_cast<size_t>(op.axis)];
+      return paraplan::cost::collective_time(hardware, op.collective, op.bytes, axis.degree, axis.stride);
+    }
+    case PP_OP_SEND_RECV: {
+      const pp_mesh_axis& axis = plan.axes()[static_cast<size_t>(op.axis)];
+      return paraplan::cost::default_send_time(profile, op.bytes, axis.stride);
+    }
+    case PP_OP_HOST_TRANSFER: return paraplan::cost::host_transfer_time(profile, op.bytes);
+  }
+  return 0.0;
+}
+
+void add_to_phase(PhaseCost& phase, const pp_op& op, double seconds) {
+  if (op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV || op.kind == PP_OP_HOST_TRANSFER) {
+    auto& bucket = op.overlap == PP_OVERLAP_COMPUTE ? phase.overlappable_comm_s : phase.critical_comm_s;
+    bucket[op.owner] += seconds;
+  } else {
+    phase.compute_s += seconds;
+  }
+}
+
+}  // namespace
+
+double PhaseCost::critical_total() const { return sum(critical_comm_s); }
+double PhaseCost::overlappable_total() const { return sum(overlappable_comm_s); }
+
+double PhaseCost::elapsed_s() const {
+  return compute_s + critical_total() + std::max(0.0, overlappable_total() - compute_s);
+}
+
+std::map<std::string, double> PhaseCost::exposed_by_owner() const {
+  std::map<std::string, double> exposed = critical_comm_s;
+  double overlappable = overlappable_total();
+  double unhidden = std::max(0.0, overlappable - compute_s);
+  for (const auto& [owner, seconds] : overlappable_comm_s)
+    exposed[owner] += overlappable > 0 ? unhidden * seconds / overlappable : 0.0;
+  return exposed;
+}
+
+StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_stage& stage) {
+  StageCost cost;
+  const double micro_batches = static_cast<double>(plan.pipeline().micro_batches);
+  for (const pp_op& op : plan.ops()) {
+    double times = multiplicity(op.scope, stage) * op.repeat;
+    if (times == 0) continue;
+    double seconds = times * op_time(plan, hardware, op);
+    bool per_step = op.frequency == PP_PER_STEP;
+    if (op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV) {
+      const pp_mesh_axis& axis = plan.axes()[static_cast<size_t>(op.axis)];
+      cost.bytes_sent_per_step[op.owner] +=
+          times * bytes_on_wire(op, static_cast<double>(axis.degree)) * (per_step ? 1.0 : micro_batches);
+    }
+    bool counts_as_model = op.kind == PP_OP_GEMM || op.kind == PP_OP_ATTENTION;
+    switch (op.phase) {
+      case PP_PHASE_FORWARD:
+        if (counts_as_model) cost.model_flops_per_micro_batch += times * op.flops;
+        add_to_phase(per_step ? cost.step_backward : cost.forward, op, seconds);
+        break;
+      case PP_PHASE_BACKWARD:
+        if (counts_as_model) cost.model_flops_per_micro_batch += times * op.flops;
+        add_to_phase(per_step ? cost.step_backward : cost.backward, op, seconds);
+        break;
+      case PP_PHASE_RECOMPUTE:
+        if (counts_as_model) cost.recompute_flops_per_micro_batch += times * op.flops;
+        add_to_phase(cost.backward, op, seconds);
+        break;
+      case PP_PHASE_STEP:
+        add_to_phase(cost.step_tail, op, seconds);
+        break;
+    }
+  }
+  for (const pp_memory_item& item : plan.memory()) {
+    double bytes = multiplicity(item.scope, stage) * item.bytes;
+    switch (item.kind) {
+      case PP_MEMORY_PARAMETERS: cost.weights_bytes += bytes; break;
+      case PP_MEMORY_GRADIENTS: cost.gradients_bytes += bytes; break;
+      case PP_MEMORY_OPTIMIZER: cost.optimizer_bytes += bytes; break;
+      case PP_MEMORY_ACTIVATIONS: cost.activations_bytes_per_micro_batch += bytes; break;
+      case PP_MEMORY_OTHER: cost.other_bytes += bytes; break;
+    }
+  }
+  // Per-step gradient communication hides behind the last micro-batch's backward compute.
+  cost.step_backward.compute_s = cost.backward.compute_s;
+  return cost;
+}
+
+}  // namespace analytic

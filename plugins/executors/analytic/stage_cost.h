@@ -1,0 +1,46 @@
+// stage_cost.h: the closed-form cost of one pipeline stage's rank, per micro-batch and per step.
+//
+// Ops of scope LAYER count once per layer the stage holds, EMBEDDING only on the first stage,
+// HEAD only on the last, STEP everywhere. Within a phase, communication marked
+// PP_OVERLAP_COMPUTE hides behind that phase's compute; whatever exceeds it is exposed.
+// Critical communication is always exposed.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "paraplan/hardware.h"
+#include "paraplan/sdk.hpp"
+
+namespace analytic {
+
+struct PhaseCost {
+  double compute_s = 0;
+  std::map<std::string, double> critical_comm_s;     // by owner strategy
+  std::map<std::string, double> overlappable_comm_s; // by owner strategy
+
+  double critical_total() const;
+  double overlappable_total() const;
+  // compute + critical + the part of overlappable communication compute cannot hide.
+  double elapsed_s() const;
+  // How much of each owner's communication is exposed, sharing the unhidden part pro rata.
+  std::map<std::string, double> exposed_by_owner() const;
+};
+
+struct StageCost {
+  PhaseCost forward;       // one micro-batch
+  PhaseCost backward;      // one micro-batch, recompute included
+  PhaseCost step_backward; // once per step, overlapping the last micro-batch's backward
+  PhaseCost step_tail;     // once per step after the last micro-batch (optimizer, STEP comm)
+  double model_flops_per_micro_batch = 0;  // forward + backward GEMM/attention flops, no recompute
+  double recompute_flops_per_micro_batch = 0;
+  std::map<std::string, double> bytes_sent_per_step;  // by owner, nccl-tests bus-bytes convention
+  double weights_bytes = 0, gradients_bytes = 0, optimizer_bytes = 0, activations_bytes_per_micro_batch = 0,
+         other_bytes = 0;
+
+  double micro_batch_s() const { return forward.elapsed_s() + backward.elapsed_s(); }
+};
+
+StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_stage& stage);
+
+}  // namespace analytic

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The real paraplan executable: every documented failure gives its exit code and a one-line error
+# that names the file (and line, key or plugin), and nothing crashes.
+#   exit_codes_test.sh <paraplan> <tests source dir> <recipes dir> <test plugins build dir>
+set -uo pipefail
+paraplan=$(realpath "$1") tests=$(realpath "$2") recipes=$(realpath "$3") plugins=$(realpath "$4")
+data=$tests/data
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+failures=0 passed=0
+
+# expect NAME CODE PATTERN -- ARGS...: runs paraplan ARGS, checks the exit code and that stderr
+# matches PATTERN (an extended regex; empty: stderr must be empty) with exactly one error line.
+expect() {
+  local name=$1 code=$2 pattern=$3
+  shift 4
+  "$paraplan" "$@" >"$scratch/out" 2>"$scratch/err"
+  local actual=$?
+  local errors
+  errors=$(grep -c '^paraplan: error' "$scratch/err")
+  local matched=yes
+  if [[ -z $pattern ]]; then [[ -s $scratch/err ]] && matched=no
+  else grep -Eq -- "$pattern" "$scratch/err" || matched=no; fi
+  if [[ $actual -ne $code || $matched == no ]] || [[ $code -ne 0 && $errors -ne 1 ]]; then
+    echo "FAIL $name: exit $actual (want $code), stderr:"; sed 's/^/    /' "$scratch/err"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name"
+    passed=$((passed + 1))
+  fi
+}
+
+with_plugin() {  # a copy of named_plugin.toml naming plugin $1
+  sed "s/PLUGIN/$1/" "$data/named_plugin.toml" >"$scratch/$1.toml"
+  echo "$scratch/$1.toml"
+}
+
+expect "good recipe" 0 '' -- evaluate "$recipes/llama2-7b-fsdp-64xh100.toml"
+expect "unknown command" 2 "unknown command 'evaluat'.*did you mean 'evaluate'" -- evaluat
+expect "unknown option" 2 "unrecognised option|unknown option" -- evaluate --frobnicate "$recipes/llama2-7b-fsdp-64xh100.toml"
+expect "missing file" 3 "nope.toml: cannot open file" -- evaluate "$scratch/nope.toml"
+expect "malformed TOML" 3 "malformed.toml:3:11: " -- evaluate "$data/bad/malformed.toml"
+expect "unknown key" 3 "unknown_key.toml:6:1: training.micro_bach: unknown key \(did you mean 'micro_batch'\?\)" -- evaluate "$data/bad/unknown_key.toml"
+expect "out of range" 3 "schema_error.toml:13:9: strategy\[0\].stage: 5 is out of range \[0, 3\]" -- evaluate "$data/bad/schema_error.toml"
+expect "impossible degree" 1 "fsdp=3 = 3 do not divide cluster.num_gpus = 8" -- evaluate "$data/bad/impossible_degree.toml"
+expect "does not fit" 1 "does not fit in GPU memory" -- evaluate "$data/bad/does_not_fit.toml"
+grep -q "fits *no" "$scratch/out" || { echo "FAIL does not fit: the report was not printed"; failures=$((failures + 1)); }
+
+# Broken plugins: scanning skips them with a warning; naming one in a recipe is a hard error.
+expect "scan skips broken plugins" 0 "skipping plugin .*not_a_library.*not a shared library" -- \
+  plugins list --plugin-path "$plugins/not_a_library" --plugin-path "$plugins/abi_major"
+expect "named plugin of another major" 3 "strategy\[0\].name: no strategy plugin named 'test_abi_major'.*built for SDK ABI 2.0; this host supports ABI 1.0" -- \
+  evaluate "$(with_plugin test_abi_major)" --plugin-path "$plugins/abi_major" -q
+expect "named plugin of a newer minor" 3 "built for SDK ABI 1.1, newer than this host's ABI 1.0" -- \
+  evaluate "$(with_plugin test_abi_minor)" --plugin-path "$plugins/abi_minor" -q
+expect "named plugin for a future SDK" 3 "built for SDK ABI 2.x" -- \
+  evaluate "$(with_plugin test_abi_v2_only)" --plugin-path "$plugins/abi_v2_only" -q
+expect "named plugin without entry point" 3 "no entry point 'paraplan_plugin_v1'" -- \
+  evaluate "$(with_plugin test_no_entry)" --plugin-path "$plugins/no_entry" -q
+expect "named plugin returning NULL" 3 "returned no metadata" -- \
+  evaluate "$(with_plugin test_null_entry)" --plugin-path "$plugins/null_entry" -q
+expect "create throws" 3 "strategy\[0\] 'test_create_throws': boom in create" -- \
+  evaluate "$(with_plugin test_create_throws)" --plugin-path "$plugins/create_throws"
+expect "apply refuses" 1 "strategy\[0\] 'test_apply_error': test_apply_error: refuses every plan" -- \
+  evaluate "$(with_plugin test_apply_error)" --plugin-path "$plugins/apply_error"
+expect "create returns an error" 3 "strategy\[0\] 'test_status_error': bad parameters" -- \
+  evaluate "$(with_plugin test_status_error)" --plugin-path "$plugins/apply_error"
+
+# The current directory is never searched: a plugin sitting there is not found.
+cp "$plugins/good/test_good.so" "$scratch/"
+(cd "$scratch" && expect "current directory not searched" 3 "no strategy plugin named 'test_good'" -- evaluate "$(with_plugin test_good)")
+
+echo "$passed passed, $failures failed"
+[[ $failures -eq 0 ]]

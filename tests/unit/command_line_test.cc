@@ -1,0 +1,103 @@
+// Whole command lines, in-process: output, exit codes and one-line errors.
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <sstream>
+
+#include "host/cli/command.h"
+#include "test_support.h"
+
+namespace paraplan::host {
+namespace {
+
+struct CommandRun {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+CommandRun run(std::vector<std::string> arguments) {
+  arguments.push_back("--plugin-path=" PARAPLAN_BUNDLED_PLUGIN_DIR);
+  std::ostringstream out, err;
+  std::streambuf* saved = std::cout.rdbuf(out.rdbuf());
+  int code = run_command_line(arguments, err);
+  std::cout.rdbuf(saved);
+  return {code, out.str(), err.str()};
+}
+
+const std::string kRecipe = PARAPLAN_RECIPES_DIR "/llama2-7b-fsdp-64xh100.toml";
+
+TEST(CommandLine, HelpTeachesEveryCommand) {
+  CommandRun help = run({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  for (const Command& command : all_commands()) EXPECT_NE(help.out.find(command.name), std::string::npos);
+  EXPECT_NE(help.out.find("Exit codes"), std::string::npos);
+  CommandRun evaluate_help = run({"evaluate", "--help"});
+  EXPECT_EQ(evaluate_help.exit_code, 0);
+  EXPECT_NE(evaluate_help.out.find("--json"), std::string::npos);
+}
+
+TEST(CommandLine, UsageErrorsExitWithTwo) {
+  CommandRun unknown = run({"evaluat"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("did you mean 'evaluate'?"), std::string::npos) << unknown.err;
+  EXPECT_EQ(run({"evaluate", "--no-such-flag", kRecipe}).exit_code, 2);
+  EXPECT_EQ(run({"plugins", "frobnicate"}).exit_code, 2);
+}
+
+TEST(CommandLine, PluginsListAsJson) {
+  CommandRun list = run({"plugins", "list", "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  auto report = nlohmann::json::parse(list.out);
+  std::set<std::string> names;
+  for (const auto& plugin : report["plugins"]) {
+    names.insert(plugin["name"].get<std::string>());
+    EXPECT_EQ(plugin["abi"], "1.0");
+  }
+  for (const char* expected : {"fsdp", "analytic", "toml", "h100-sxm", "a100-sxm-80g", "h200-sxm", "b200",
+                               "gb200-nvl72", "mi300x"})
+    EXPECT_TRUE(names.count(expected)) << expected;
+}
+
+TEST(CommandLine, DescribeShowsTheSchema) {
+  CommandRun describe = run({"plugins", "describe", "fsdp"});
+  ASSERT_EQ(describe.exit_code, 0) << describe.err;
+  EXPECT_NE(describe.out.find("stage"), std::string::npos);
+  EXPECT_NE(describe.out.find("int in [0, 3], default 0"), std::string::npos);
+  CommandRun missing = run({"plugins", "describe", "fsdq"});
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_NE(missing.err.find("did you mean 'fsdp'?"), std::string::npos);
+}
+
+TEST(CommandLine, EvaluateJsonHasTheContractKeys) {
+  CommandRun evaluate = run({"evaluate", kRecipe, "--json"});
+  ASSERT_EQ(evaluate.exit_code, 0) << evaluate.err;
+  auto report = nlohmann::json::parse(evaluate.out);
+  for (const char* pointer :
+       {"/plan/num_gpus", "/plan/mesh/dp", "/plan/micro_batch", "/plan/global_batch", "/plan/num_micro_batches",
+        "/memory/per_gpu_bytes", "/memory/capacity_bytes", "/memory/fits", "/memory/parameters_bytes",
+        "/memory/gradients_bytes", "/memory/optimizer_bytes", "/memory/activations_bytes", "/memory/other_bytes",
+        "/comm/fsdp/bytes_per_gpu_per_step", "/time/step_s", "/time/compute_s", "/time/bubble_s",
+        "/time/exposed_comm_s/fsdp", "/time/optimizer_s", "/pipeline/bubble_fraction", "/throughput/tokens_per_s",
+        "/throughput/tokens_per_s_per_gpu", "/throughput/model_tflops_per_gpu", "/throughput/mfu"})
+    EXPECT_TRUE(report.contains(nlohmann::json::json_pointer(pointer))) << pointer;
+  // Throughput is the batch's tokens over the step time.
+  double tokens = 512.0 * 4096;
+  EXPECT_NEAR(report["throughput"]["tokens_per_s"].get<double>(), tokens / report["time"]["step_s"].get<double>(), 1e-6);
+}
+
+TEST(CommandLine, EvaluateTextReportIsReadable) {
+  CommandRun evaluate = run({"evaluate", kRecipe});
+  ASSERT_EQ(evaluate.exit_code, 0) << evaluate.err;
+  for (const char* fragment : {"memory\n", "per_gpu_bytes", " GB", "time\n", "step_s", "throughput\n", "tokens/s"})
+    EXPECT_NE(evaluate.out.find(fragment), std::string::npos) << fragment;
+}
+
+TEST(CommandLine, InputErrorsExitWithThree) {
+  CommandRun missing = run({"evaluate", "/nonexistent.toml"});
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_EQ(missing.err, "paraplan: error: /nonexistent.toml: cannot open file\n");
+}
+
+}  // namespace
+}  // namespace paraplan::host

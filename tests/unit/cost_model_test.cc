@@ -1,0 +1,89 @@
+// The SDK's default cost functions against hand calculations of the ring formulas
+// (Thakur, Rabenseifner and Gropp 2005) and the GEMM efficiency curve.
+#include "paraplan/cost_model.hpp"
+
+#include <gtest/gtest.h>
+
+namespace paraplan::cost {
+namespace {
+
+pp_hardware_profile two_tier_profile() {
+  pp_hardware_profile profile{};
+  profile.struct_size = sizeof(profile);
+  copy_name(profile.name, "test-gpu");
+  profile.peak_flops[PP_DTYPE_BF16] = 1000e12;
+  profile.memory_bytes = 80e9;
+  profile.memory_bandwidth_bytes_per_s = 3e12;
+  profile.memory_efficiency = 1.0;
+  profile.gemm_efficiency_max = 0.8;
+  profile.gemm_half_efficiency_flops = 1e11;
+  profile.tier_count = 2;
+  profile.tiers[0] = {sizeof(pp_tier), "nvlink", 8, 100e9, 1e-6, 1.0};
+  profile.tiers[1] = {sizeof(pp_tier), "network", 0, 25e9, 5e-6, 1.0};
+  return profile;
+}
+
+TEST(CollectiveTime, RingInsideOneDomain) {
+  pp_hardware_profile profile = two_tier_profile();
+  const double n = 1e9;
+  double all_gather = 7 * 1e-6 + 7.0 / 8.0 * n / 100e9;
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_GATHER, n, 8, 1), all_gather);
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_REDUCE_SCATTER, n, 8, 1), all_gather);
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_REDUCE, n, 8, 1), 2 * all_gather);
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_REDUCE, n, 1, 1), 0.0);
+}
+
+TEST(CollectiveTime, HierarchicalAllReduceAcrossTwoNodes) {
+  pp_hardware_profile profile = two_tier_profile();
+  const double n = 1e9;
+  // Reduce-scatter over the 8 GPUs of a node, all-reduce n/8 between the 2 nodes, all-gather back.
+  double inside = 7 * 1e-6 + 7.0 / 8.0 * n / 100e9;
+  double across = 2 * (1 * 5e-6 + 0.5 * (n / 8) / 25e9);
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_REDUCE, n, 16, 1), inside + across + inside);
+}
+
+TEST(CollectiveTime, StridedGroupCrossesTheNetworkOnly) {
+  // Data parallelism over 8 nodes with tp = 8 innermost: one GPU per node, ring over the network.
+  pp_hardware_profile profile = two_tier_profile();
+  const double n = 1e9;
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_GATHER, n, 8, 8), 7 * 5e-6 + 7.0 / 8.0 * n / 25e9);
+}
+
+TEST(CollectiveTime, AllToAllAcrossNodesIsBoundByTheNetworkShare) {
+  pp_hardware_profile profile = two_tier_profile();
+  const double n = 1.6e9;
+  // 16 ranks, 8 per node: 7/16 of the buffer stays on NVLink, 8/16 crosses the network.
+  double expected = 7 * 1e-6 + 8 * 5e-6 + std::max(7.0 / 16 * n / 100e9, 8.0 / 16 * n / 25e9);
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_TO_ALL, n, 16, 1), expected);
+}
+
+TEST(GemmTime, FollowsTheEfficiencyCurve) {
+  pp_hardware_profile profile = two_tier_profile();
+  const double m = 8192, n = 8192, k = 8192, flops = 2 * m * n * k;
+  double efficiency = 0.8 * flops / (flops + 1e11);
+  EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_BF16), flops / (1000e12 * efficiency));
+}
+
+TEST(GemmTime, TinyGemmIsBoundByMemory) {
+  pp_hardware_profile profile = two_tier_profile();
+  profile.gemm_half_efficiency_flops = 0;  // no launch penalty: only the roofline remains
+  const double m = 1, n = 1e6, k = 1024;   // a vector-matrix product: 2 flops per weight
+  double memory = (m * k + k * n + m * n) * 2.0 / 3e12;
+  EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_BF16), memory);
+}
+
+TEST(PeakFlops, Fp8FallsBackToBf16WhereMissing) {
+  pp_hardware_profile profile = two_tier_profile();
+  EXPECT_DOUBLE_EQ(peak_flops(profile, PP_DTYPE_FP8), 1000e12);
+  EXPECT_THROW(peak_flops(profile, PP_DTYPE_FP32), ConstraintError);
+}
+
+TEST(HostTransfer, NeedsAHostLink) {
+  pp_hardware_profile profile = two_tier_profile();
+  EXPECT_THROW(host_transfer_time(profile, 1e9), ConstraintError);
+  profile.host_link_bandwidth_bytes_per_s = 50e9;
+  EXPECT_DOUBLE_EQ(host_transfer_time(profile, 1e9), 0.02);
+}
+
+}  // namespace
+}  // namespace paraplan::cost

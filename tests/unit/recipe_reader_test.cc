@@ -1,0 +1,161 @@
+// Recipes: parsing, presets, and errors that name file:line:column and the key path.
+#include "host/recipe/recipe_reader.h"
+
+#include "test_support.h"
+
+namespace paraplan::host {
+namespace {
+
+const char* kValid = R"(
+description = "a small test recipe"
+[model]
+preset = "llama2-7b"
+seq_len = 2048            # overrides the preset's 4096
+
+[training]
+global_batch = 64
+micro_batch = 2
+recompute = "selective"
+
+[cluster]
+hardware = "h100-sxm"
+num_gpus = 16
+
+[[strategy]]
+name = "fsdp"
+stage = 3
+
+[[strategy]]
+name = "test_good"
+degree = 2
+)";
+
+std::unique_ptr<Recipe> parse(const std::string& text) { return parse_recipe(text, "recipe.toml"); }
+
+TEST(RecipeReader, ReadsPresetAndOverrides) {
+  auto recipe = parse(kValid);
+  const pp_model& model = recipe->model.shape;
+  EXPECT_EQ(recipe->model.name, "llama2-7b");
+  EXPECT_STREQ(model.name, "llama2-7b");
+  // Llama 2 7B (Touvron et al. 2023, Table 1 / config.json).
+  EXPECT_EQ(model.layers, 32);
+  EXPECT_EQ(model.hidden, 4096);
+  EXPECT_EQ(model.heads, 32);
+  EXPECT_EQ(model.kv_heads, 32);
+  EXPECT_EQ(model.head_dim, 128);  // hidden / heads when not given
+  EXPECT_EQ(model.ffn_hidden, 11008);
+  EXPECT_EQ(model.ffn_type, PP_FFN_SWIGLU);
+  EXPECT_EQ(model.seq_len, 2048);  // the recipe's value wins
+  EXPECT_EQ(recipe->training.global_batch, 64);
+  EXPECT_EQ(recipe->training.micro_batch, 2);
+  EXPECT_EQ(recipe->training.recompute, PP_RECOMPUTE_SELECTIVE);
+  EXPECT_EQ(recipe->training.precision, PP_PRECISION_BF16);
+  EXPECT_EQ(recipe->cluster.hardware, "h100-sxm");
+  EXPECT_EQ(recipe->cluster.num_gpus, 16);
+  EXPECT_FALSE(recipe->cluster.gpus_per_node.has_value());
+  EXPECT_EQ(recipe->cluster.mesh_order, default_mesh_order());
+  ASSERT_EQ(recipe->strategies.size(), 2u);
+  EXPECT_EQ(recipe->strategies[0].name, "fsdp");
+  EXPECT_FALSE(recipe->strategies[0].degree.has_value());
+  EXPECT_EQ(recipe->strategies[1].degree, 2);
+  EXPECT_EQ(recipe->strategies[1].key_path, "strategy[1]");
+}
+
+TEST(RecipeReader, ExplicitModelNeedsNoPreset) {
+  auto recipe = parse(R"(
+[model]
+layers = 2
+hidden = 256
+heads = 8
+kv_heads = 2
+vocab = 1000
+seq_len = 128
+[training]
+global_batch = 8
+[cluster]
+hardware = "h100-sxm"
+num_gpus = 1
+)");
+  EXPECT_EQ(recipe->model.name, "custom");
+  EXPECT_EQ(recipe->model.shape.ffn_hidden, 1024);  // 4h default for GELU
+  EXPECT_EQ(recipe->model.shape.ffn_type, PP_FFN_GELU);
+  EXPECT_EQ(recipe->training.micro_batch, 1);
+}
+
+TEST(RecipeReader, MalformedTomlReportsLineAndColumn) {
+  test::expect_error<InputError>([] { parse("[model]\nlayers = 2\nhidden = = 3\n"); }, {"recipe.toml:3:"});
+}
+
+TEST(RecipeReader, UnknownKeySuggestsTheClosest) {
+  std::string text = kValid;
+  text.replace(text.find("micro_batch = 2"), 15, "micro_bach = 2");
+  test::expect_error<InputError>([&] { parse(text); },
+                                 {"recipe.toml:9:1", "training.micro_bach: unknown key", "did you mean 'micro_batch'?"});
+}
+
+TEST(RecipeReader, UnknownTopLevelTable) {
+  test::expect_error<InputError>([] { parse(std::string(kValid) + "\n[clusterr]\nx = 1\n"); },
+                                 {"clusterr: unknown key", "did you mean 'cluster'?"});
+}
+
+TEST(RecipeReader, UnknownPresetSuggestsTheClosest) {
+  std::string text = kValid;
+  text.replace(text.find("llama2-7b"), 9, "llama2-7c");
+  test::expect_error<InputError>([&] { parse(text); },
+                                 {"recipe.toml:4:10", "model.preset", "no model preset 'llama2-7c'", "did you mean 'llama2-7b'?"});
+}
+
+TEST(RecipeReader, StrategyDegreeErrorsNameTheStrategyIndex) {
+  std::string text = std::string(kValid) + "\n[[strategy]]\nname = \"tp\"\ndegree = 0\n";
+  test::expect_error<InputError>([&] { parse(text); }, {"recipe.toml:26:10", "strategy[2].degree: must be >= 1, got 0"});
+  text = std::string(kValid) + "\n[[strategy]]\nname = \"tp\"\ndegree = \"eight\"\n";
+  test::expect_error<InputError>([&] { parse(text); }, {"strategy[2].degree: expected an integer, got a string"});
+}
+
+TEST(RecipeReader, StrategyNeedsAUniqueName) {
+  test::expect_error<InputError>([] { parse(std::string(kValid) + "\n[[strategy]]\ndegree = 2\n"); },
+                                 {"strategy[2].name: is required"});
+  test::expect_error<InputError>([] { parse(std::string(kValid) + "\n[[strategy]]\nname = \"fsdp\"\n"); },
+                                 {"strategy[2].name", "appears twice (also strategy[0])"});
+}
+
+TEST(RecipeReader, ModelConstraints) {
+  std::string text = kValid;
+  text.replace(text.find("seq_len = 2048"), 14, "kv_heads = 5");
+  test::expect_error<InputError>([&] { parse(text); }, {"model.kv_heads", "5 must divide heads = 32"});
+}
+
+TEST(RecipeReader, MissingRequiredKeysAndTables) {
+  test::expect_error<InputError>([] { parse("[training]\nglobal_batch = 1\n"); }, {"[model]", "no [model] table"});
+  std::string text = kValid;
+  text.replace(text.find("num_gpus = 16"), 13, "");
+  test::expect_error<InputError>([&] { parse(text); }, {"cluster.num_gpus: is required"});
+}
+
+TEST(RecipeReader, GlobalBatchMustBeAMultipleOfMicroBatch) {
+  std::string text = kValid;
+  text.replace(text.find("global_batch = 64"), 17, "global_batch = 63");
+  test::expect_error<InputError>([&] { parse(text); }, {"training.global_batch", "not a multiple of micro_batch = 2"});
+}
+
+TEST(RecipeReader, HardwareProfileFileMustExist) {
+  std::string text = kValid;
+  text.replace(text.find("\"h100-sxm\""), 10, "\"profiles/none.toml\"");
+  test::expect_error<InputError>([&] { parse(text); }, {"cluster.hardware", "none.toml does not exist"});
+}
+
+TEST(RecipeReader, MissingFileIsAnInputError) {
+  test::expect_error<InputError>([] { read_recipe("/nonexistent/recipe.toml"); },
+                                 {"/nonexistent/recipe.toml: cannot open file"});
+}
+
+TEST(RecipeReader, EveryShippedRecipeParses) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(PARAPLAN_RECIPES_DIR)) {
+    if (entry.path().extension() != ".toml" || entry.path().parent_path().filename() == "models") continue;
+    SCOPED_TRACE(entry.path().string());
+    EXPECT_NO_THROW(read_recipe(entry.path()));
+  }
+}
+
+}  // namespace
+}  // namespace paraplan::host

@@ -1,0 +1,69 @@
+// tests/unit/test_support.h: shared helpers for the unit tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "host/core/errors.h"
+#include "host/plugin/plugin_catalog.h"
+#include "test_plugin_paths.h"
+
+namespace paraplan::test {
+
+// Runs `body`, expecting a host error of type Error whose message contains every fragment.
+template <typename Error, typename Body>
+void expect_error(Body&& body, const std::vector<std::string>& fragments) {
+  try {
+    body();
+    ADD_FAILURE() << "expected an error containing '" << (fragments.empty() ? "" : fragments[0]) << "'";
+  } catch (const Error& failure) {
+    std::string message = failure.what();
+    for (const std::string& fragment : fragments)
+      EXPECT_NE(message.find(fragment), std::string::npos) << "message: " << message << "\nmissing: " << fragment;
+  }
+}
+
+// The bundled plugins (fsdp, analytic, the hardware profiles) plus the good test plugins.
+inline const host::PluginCatalog& bundled_catalog() {
+  static const host::PluginCatalog catalog =
+      host::PluginCatalog::scan({PARAPLAN_BUNDLED_PLUGIN_DIR, PARAPLAN_TEST_PLUGINS_GOOD_DIR});
+  return catalog;
+}
+
+}  // namespace paraplan::test
+
+#include "host/plan/composer.h"
+#include "host/plan/execution.h"
+#include "host/plan/hardware_binding.h"
+#include "host/recipe/recipe_reader.h"
+
+namespace paraplan::test {
+
+// A recipe string through the whole pipeline: read, open hardware, compose, run an executor.
+struct Evaluated {
+  std::unique_ptr<host::Recipe> recipe;
+  std::unique_ptr<host::HardwareBinding> hardware;
+  host::ComposedPlan composed;
+  host::ResultTree results;
+
+  double number(const std::string& key) const {
+    const host::ResultValue* value = results.find(key);
+    if (!value || !std::holds_alternative<double>(*value)) throw std::runtime_error("no number " + key);
+    return std::get<double>(*value);
+  }
+};
+
+inline Evaluated evaluate_recipe(const std::string& text, const std::string& executor = "analytic") {
+  Evaluated evaluated;
+  evaluated.recipe = host::parse_recipe(text, "recipe.toml");
+  evaluated.hardware = host::open_hardware(*evaluated.recipe, bundled_catalog());
+  int64_t per_node = evaluated.recipe->cluster.gpus_per_node.value_or(evaluated.hardware->profile().gpus_per_node);
+  evaluated.composed = host::compose_plan(*evaluated.recipe, bundled_catalog(), per_node);
+  evaluated.results =
+      host::run_executor(executor, *evaluated.recipe, bundled_catalog(), evaluated.composed, *evaluated.hardware);
+  return evaluated;
+}
+
+}  // namespace paraplan::test

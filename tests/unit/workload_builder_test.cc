@@ -1,0 +1,120 @@
+// The unsharded workload against independent values: published parameter counts, Korthikanti
+// et al.'s activation formula and Megatron-LM's model-FLOPs formula, each computed here by hand.
+#include "host/plan/workload_builder.h"
+
+#include <cmath>
+#include <string>
+
+#include "test_support.h"
+
+namespace paraplan::host {
+namespace {
+
+pp_model gpt(int64_t layers, int64_t hidden, int64_t heads, int64_t vocab, int64_t seq) {
+  pp_model model{};
+  model.struct_size = sizeof(model);
+  model.name = "gpt";
+  model.layers = layers, model.hidden = hidden, model.heads = heads, model.kv_heads = heads;
+  model.head_dim = hidden / heads, model.ffn_hidden = 4 * hidden, model.ffn_type = PP_FFN_GELU;
+  model.vocab = vocab, model.seq_len = seq;
+  return model;
+}
+
+pp_training training(int64_t micro_batch, pp_recompute recompute) {
+  return pp_training{sizeof(pp_training), micro_batch, micro_batch, PP_PRECISION_BF16, recompute, PP_OPTIMIZER_ADAM};
+}
+
+double layer_activation_bytes(const Plan& plan) {
+  double bytes = 0;
+  for (const pp_memory_item& item : plan.memory_items())
+    if (item.kind == PP_MEMORY_ACTIVATIONS && item.scope == PP_SCOPE_LAYER) bytes += item.bytes;
+  return bytes;
+}
+
+struct Built {
+  std::unique_ptr<Plan> plan;
+};
+
+std::unique_ptr<Plan> build(const pp_model& model, const pp_training& settings, bool flash) {
+  pp_cluster cluster{sizeof(pp_cluster), 1, 8};
+  auto plan = std::make_unique<Plan>(model, settings, cluster, 1);
+  build_workload(*plan, WorkloadOptions{flash});
+  return plan;
+}
+
+TEST(ParameterCounts, MatchPublishedModelSizes) {
+  // Hugging Face parameter counts of the released checkpoints.
+  pp_model llama2_7b = gpt(32, 4096, 32, 32000, 4096);
+  llama2_7b.ffn_hidden = 11008, llama2_7b.ffn_type = PP_FFN_SWIGLU;
+  EXPECT_DOUBLE_EQ(count_parameters(llama2_7b).total(32), 6738415616.0);
+  pp_model llama3_8b = gpt(32, 4096, 32, 128256, 8192);
+  llama3_8b.kv_heads = 8, llama3_8b.ffn_hidden = 14336, llama3_8b.ffn_type = PP_FFN_SWIGLU;
+  EXPECT_DOUBLE_EQ(count_parameters(llama3_8b).total(32), 8030261248.0);
+  // GPT-3 175B: 12·l·h² + 2·V·h (+ norms) = 174.6e9 with untied 51200-row embeddings.
+  pp_model gpt3 = gpt(96, 12288, 96, 51200, 2048);
+  EXPECT_NEAR(count_parameters(gpt3).total(96) / 1e9, 12.0 * 96 * 12288.0 * 12288 / 1e9 + 2 * 51200 * 12288.0 / 1e9, 0.01);
+}
+
+TEST(Activations, KorthikantiWithoutParallelism) {
+  // s·b·h·(34 + 5·a·s/h) bytes per layer (Korthikanti et al. 2022, eq. 1), no flash attention.
+  const double s = 2048, b = 4, h = 4096, a = 32;
+  auto plan = build(gpt(8, 4096, 32, 51200, 2048), training(4, PP_RECOMPUTE_NONE), /*flash=*/false);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(*plan), s * b * h * (34.0 + 5.0 * a * s / h));
+}
+
+TEST(Activations, FlashAttentionRemovesTheScoreTerm) {
+  auto plan = build(gpt(8, 4096, 32, 51200, 2048), training(4, PP_RECOMPUTE_NONE), /*flash=*/true);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(*plan), 2048.0 * 4 * 4096 * 34.0);
+}
+
+TEST(Activations, SelectiveRecomputeDropsTheScoresFullRecomputeKeepsTheInput) {
+  auto selective = build(gpt(8, 4096, 32, 51200, 2048), training(4, PP_RECOMPUTE_SELECTIVE), /*flash=*/false);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(*selective), 2048.0 * 4 * 4096 * 34.0);
+  auto full = build(gpt(8, 4096, 32, 51200, 2048), training(4, PP_RECOMPUTE_FULL), /*flash=*/false);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(*full), 2.0 * 2048 * 4 * 4096);  // 2·s·b·h
+}
+
+double model_flops(const Plan& plan, int64_t layers) {
+  double flops = 0;
+  for (const pp_op& op : plan.op_list()) {
+    bool model_work = (op.kind == PP_OP_GEMM || op.kind == PP_OP_ATTENTION) &&
+                      (op.phase == PP_PHASE_FORWARD || op.phase == PP_PHASE_BACKWARD);
+    if (!model_work) continue;
+    flops += op.flops * (op.scope == PP_SCOPE_LAYER ? static_cast<double>(layers) : 1.0);
+  }
+  return flops;
+}
+
+TEST(ModelFlops, MatchMegatronF72) {
+  // 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) per step (Narayanan et al. 2021, eq. 3 without recompute).
+  const double B = 1, s = 2048, l = 96, h = 12288, V = 51200;
+  auto plan = build(gpt(96, 12288, 96, 51200, 2048), training(1, PP_RECOMPUTE_NONE), true);
+  double expected = 72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h));
+  EXPECT_NEAR(model_flops(*plan, 96) / expected, 1.0, 1e-12);
+}
+
+TEST(ModelFlops, FullRecomputeAddsOneForwardPass) {
+  // Hardware FLOPs with full recompute: F96 = 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)): the logits
+  // layer is not recomputed, so its term keeps the F72 weight (Narayanan et al. 2021).
+  const double s = 2048, l = 24, h = 2304, V = 51200;
+  auto plan = build(gpt(24, 2304, 24, 51200, 2048), training(1, PP_RECOMPUTE_FULL), true);
+  double recomputed = 0;
+  for (const pp_op& op : plan->op_list())
+    if (op.phase == PP_PHASE_RECOMPUTE && (op.kind == PP_OP_GEMM || op.kind == PP_OP_ATTENTION)) recomputed += op.flops * l;
+  double f96 = 96.0 * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+  EXPECT_NEAR((model_flops(*plan, 24) + recomputed) / f96, 1.0, 1e-12);
+}
+
+TEST(ModelState, SixteenBytesPerParameterWithAdam) {
+  pp_model model = gpt(4, 1024, 16, 1000, 512);
+  auto plan = build(model, training(1, PP_RECOMPUTE_NONE), true);
+  double state = 0;
+  for (const pp_memory_item& item : plan->memory_items()) {
+    if (item.kind == PP_MEMORY_ACTIVATIONS || item.kind == PP_MEMORY_OTHER) continue;
+    state += item.bytes * (item.scope == PP_SCOPE_LAYER ? 4.0 : 1.0);
+  }
+  EXPECT_DOUBLE_EQ(state, 16.0 * count_parameters(model).total(4));
+}
+
+}  // namespace
+}  // namespace paraplan::host
