@@ -37,8 +37,8 @@ int run_evaluate_command(const std::vector<std::string>& arguments) {
         "throughput and MFU.",
         options,
         "Exit codes: 0 the plan fits; 1 the plan is invalid or does not fit in memory (the report still\n"
-        "prints); 2 usage error; 3 input error (file, TOML, schema, plugin).\n\n"
-        "Example:\n  paraplan evaluate recipes/llama3-70b-64xh100.toml --json\n");
+        "prints); 2 usage error; 3 input error (file, TOML, schema, plugin); 4 internal error.\n\n"
+        "Example:\n  paraplan evaluate recipes/llama2-7b-fsdp-64xh100.toml --json\n");
     return common.help ? kExitOk : kExitUsage;
   }
   configure_logging(common);

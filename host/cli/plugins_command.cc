@@ -1,6 +1,8 @@
 // `paraplan plugins list` and `paraplan plugins describe NAME`: what is installed, what it takes.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstring>
 #include <iomanip>
 #include <iostream>
 
@@ -18,23 +20,28 @@ std::string abi_of(const pp_plugin_v1& metadata) {
   return std::to_string(metadata.abi_major) + "." + std::to_string(metadata.abi_minor);
 }
 
-std::string strategy_flags(uint32_t flags) {
-  std::string text;
-  auto add = [&](uint32_t flag, const char* name) {
-    if (flags & flag) text += (text.empty() ? "" : ", ") + std::string(name);
-  };
-  add(PP_STRATEGY_TAKES_REMAINDER, "takes the remaining GPUs");
-  add(PP_STRATEGY_DEFAULT_DATA_PARALLEL, "default data parallelism");
-  add(PP_STRATEGY_SUBDIVIDES_DATA, "subdivides the data axis");
-  add(PP_STRATEGY_SPLITS_BATCH, "splits the batch");
-  return text.empty() ? "none" : text;
+std::vector<std::string> strategy_flags(uint32_t flags) {
+  std::vector<std::string> names;
+  if (flags & PP_STRATEGY_TAKES_REMAINDER) names.emplace_back("takes the remaining GPUs");
+  if (flags & PP_STRATEGY_DEFAULT_DATA_PARALLEL) names.emplace_back("default data parallelism");
+  if (flags & PP_STRATEGY_SUBDIVIDES_DATA) names.emplace_back("subdivides the data axis");
+  if (flags & PP_STRATEGY_SPLITS_BATCH) names.emplace_back("splits the batch");
+  return names;
 }
 
 nlohmann::ordered_json param_json(const pp_param_spec& spec) {
   nlohmann::ordered_json param;
   param["name"] = spec.name;
   param["type"] = describe_param_type(spec);
-  param["default"] = describe_param_default(spec);
+  switch (spec.type) {  // the default as a JSON value of the parameter's own type
+    case PP_PARAM_INT: param["default"] = spec.default_int; break;
+    case PP_PARAM_FLOAT: param["default"] = spec.default_float; break;
+    case PP_PARAM_BOOL: param["default"] = spec.default_bool != 0; break;
+    default: param["default"] = spec.default_string ? spec.default_string : ""; break;
+  }
+  if (spec.has_min) param["min"] = spec.min;
+  if (spec.has_max) param["max"] = spec.max;
+  if (spec.type == PP_PARAM_ENUM) param["values"] = std::vector<std::string>(spec.enum_values, spec.enum_values + spec.enum_count);
   param["doc"] = spec.doc ? spec.doc : "";
   return param;
 }
@@ -96,9 +103,11 @@ int describe_plugin(const PluginCatalog& catalog, const std::string& name, bool 
             << ", SDK ABI " << abi_of(metadata) << ")\n"
             << "  " << metadata.description << "\n"
             << "  file: " << plugin->file.string() << "\n";
-  if (metadata.kind == PP_KIND_STRATEGY)
-    std::cout << "  applied at order " << metadata.strategy->apply_order << "; "
-              << strategy_flags(metadata.strategy->flags) << "\n";
+  if (metadata.kind == PP_KIND_STRATEGY) {
+    std::cout << "  applied at order " << metadata.strategy->apply_order;
+    for (const std::string& flag : strategy_flags(metadata.strategy->flags)) std::cout << "; " << flag;
+    std::cout << "\n";
+  }
   if (metadata.param_count == 0) {
     std::cout << "\nNo parameters.\n";
     return kExitOk;
@@ -106,11 +115,14 @@ int describe_plugin(const PluginCatalog& catalog, const std::string& name, bool 
   std::cout << "\nParameters";
   if (metadata.kind == PP_KIND_STRATEGY) std::cout << " (in its [[strategy]] table, beside name and degree)";
   std::cout << ":\n";
+  size_t width = 0;
+  for (uint32_t i = 0; i < metadata.param_count; ++i) width = std::max(width, std::strlen(metadata.params[i].name));
+  const int column = static_cast<int>(width + 2);
   for (uint32_t i = 0; i < metadata.param_count; ++i) {
     const pp_param_spec& spec = metadata.params[i];
-    std::cout << "  " << std::left << std::setw(20) << spec.name << describe_param_type(spec)
+    std::cout << "  " << std::left << std::setw(column) << spec.name << describe_param_type(spec)
               << ", default " << describe_param_default(spec) << "\n";
-    if (spec.doc && *spec.doc) std::cout << "  " << std::setw(20) << "" << spec.doc << "\n";
+    if (spec.doc && *spec.doc) std::cout << "  " << std::setw(column) << "" << spec.doc << "\n";
   }
   return kExitOk;
 }

@@ -20,6 +20,15 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  // "h100" means "h100-sxm" more often than the equally distant "b200": a unique prefix wins.
+  std::string prefixed;
+  int prefix_matches = 0;
+  for (const std::string& candidate : candidates)
+    if (word.size() >= 2 && candidate.size() > word.size() && candidate.compare(0, word.size(), word) == 0) {
+      prefixed = candidate;
+      ++prefix_matches;
+    }
+  if (prefix_matches == 1) return prefixed;
   // A typo changes a few characters; allow about a third of the word, at least 2.
   size_t limit = std::max<size_t>(2, word.size() / 3);
   std::string best;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "host/core/edit_distance.h"
 #include "host/core/errors.h"
 #include "host/plan/workload_builder.h"
 #include "host/recipe/source_location.h"
@@ -77,10 +78,10 @@ void resolve_degrees(const Recipe& recipe, const PluginCatalog& catalog, std::ve
     remainder->degree = left;
     return;
   }
-  bool has_batch_splitter = std::any_of(strategies.begin(), strategies.end(), [](const PendingStrategy& strategy) {
+  bool has_remainder_taker = std::any_of(strategies.begin(), strategies.end(), [](const PendingStrategy& strategy) {
     return strategy.flags & PP_STRATEGY_TAKES_REMAINDER;
   });
-  if (has_batch_splitter) {
+  if (has_remainder_taker) {
     if (left != 1)
       throw PlanError(recipe.file + ": strategy degrees " + degrees + " = " + std::to_string(product) +
                       " but cluster.num_gpus = " + std::to_string(gpus) +
@@ -114,6 +115,25 @@ void require_axis(const Plan& plan, const PendingStrategy& strategy) {
                    " but the plugin created no mesh axis for it");
 }
 
+// A mesh_order entry that names no axis is fine when it is a conventional axis this plan lacks
+// (no context parallelism, say), but one that looks like a typo of an axis that exists would
+// silently change the layout.
+void check_mesh_order(const Recipe& recipe, const Plan& plan) {
+  std::vector<std::string> axes;
+  for (const pp_mesh_axis& axis : plan.axes()) axes.emplace_back(axis.name);
+  const std::vector<std::string> conventional = default_mesh_order();
+  for (const std::string& name : recipe.cluster.mesh_order) {
+    if (std::find(axes.begin(), axes.end(), name) != axes.end()) continue;
+    if (std::find(conventional.begin(), conventional.end(), name) != conventional.end()) continue;
+    std::string suggestion = closest_match(name, axes);
+    bool listed = std::find(recipe.cluster.mesh_order.begin(), recipe.cluster.mesh_order.end(), suggestion) !=
+                  recipe.cluster.mesh_order.end();
+    if (!suggestion.empty() && !listed)
+      throw InputError(location_of(recipe.file, recipe.document->at_path("cluster.mesh_order").node()) +
+                       ": cluster.mesh_order: '" + name + "' names no mesh axis (did you mean '" + suggestion + "'?)");
+  }
+}
+
 int64_t data_parallel_size(const std::vector<PendingStrategy>& strategies) {
   int64_t size = 1;
   for (const PendingStrategy& strategy : strategies)
@@ -124,6 +144,10 @@ int64_t data_parallel_size(const std::vector<PendingStrategy>& strategies) {
 }  // namespace
 
 ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, int64_t gpus_per_node) {
+  const int64_t gpus = recipe.cluster.num_gpus;
+  if (gpus > gpus_per_node && gpus % gpus_per_node != 0)
+    throw PlanError(recipe.file + ": cluster.num_gpus = " + std::to_string(gpus) +
+                    " is not a whole number of nodes of gpus_per_node = " + std::to_string(gpus_per_node));
   std::vector<PendingStrategy> strategies = bind_strategies(recipe, catalog);
   resolve_degrees(recipe, catalog, strategies);
   std::stable_sort(strategies.begin(), strategies.end(), [](const PendingStrategy& a, const PendingStrategy& b) {
@@ -161,6 +185,7 @@ ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, in
         {strategy.name, *strategy.degree, strategy.instance->params().summary(), strategy.added_by_default});
   }
   composed.plan->lay_out_mesh(recipe.cluster.mesh_order);
+  check_mesh_order(recipe, *composed.plan);
   return composed;
 }
 

@@ -74,6 +74,13 @@ void check_params(const std::filesystem::path& file, const pp_plugin_v1& metadat
       refuse(file, "parameter " + std::to_string(i) + " of the schema is malformed");
     if (spec.type == PP_PARAM_ENUM && (spec.enum_count == 0 || !spec.enum_values))
       refuse(file, std::string("enum parameter '") + spec.name + "' has no values");
+    if (spec.type == PP_PARAM_ENUM) {
+      bool listed = false;
+      for (uint32_t value = 0; value < spec.enum_count; ++value)
+        listed = listed || (spec.default_string && spec.enum_values[value] &&
+                            std::string(spec.enum_values[value]) == spec.default_string);
+      if (!listed) refuse(file, std::string("enum parameter '") + spec.name + "' has a default that is not one of its values");
+    }
   }
 }
 

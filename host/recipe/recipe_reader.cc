@@ -16,10 +16,14 @@ namespace {
 
 // Reads typed keys from one table and remembers which keys it asked for, so that whatever is
 // left over can be reported as unknown with a suggestion.
+//
+// A `fallback` table answers keys the table lacks (a model preset under the recipe's [model]);
+// every node keeps the position of the file it came from, so errors point at the right line.
 class TableReader {
  public:
-  TableReader(const toml::table* table, std::string path, const std::string& file)
-      : table_(table), path_(std::move(path)), file_(file) {}
+  TableReader(const toml::table* table, std::string path, const std::string& file,
+              const toml::table* fallback = nullptr)
+      : table_(table), fallback_(fallback), path_(std::move(path)), file_(file) {}
 
   std::optional<int64_t> integer(const std::string& key, int64_t minimum) {
     const toml::node* node = lookup(key);
@@ -86,18 +90,20 @@ class TableReader {
   }
 
   [[noreturn]] void fail(const toml::node* node, const std::string& key, const std::string& problem) const {
-    const toml::node* where = node ? node : static_cast<const toml::node*>(table_);
+    const toml::node* where = node ? node : table_ ? static_cast<const toml::node*>(table_) : fallback_;
     throw InputError(location_of(file_, where) + ": " + qualified(key) + ": " + problem);
   }
 
  private:
   const toml::node* lookup(const std::string& key) {
     known_.push_back(key);
-    return table_ ? table_->get(key) : nullptr;
+    const toml::node* node = table_ ? table_->get(key) : nullptr;
+    return node || !fallback_ ? node : fallback_->get(key);
   }
   std::string qualified(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
   const toml::table* table_;
+  const toml::table* fallback_;
   std::string path_;
   const std::string& file_;
   std::vector<std::string> known_;
@@ -134,11 +140,11 @@ const std::vector<std::string> kModelShapeKeys = {
     "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "ffn_type", "vocab", "seq_len",
     "moe_experts", "moe_top_k", "moe_ffn_hidden", "moe_shared_experts"};
 
-// The preset's keys with the recipe's explicit keys laid over them.
-toml::table merged_model_table(const toml::table* recipe_model, const std::string& file,
-                               const RecipeReaderOptions& options, const std::filesystem::path& recipe_path,
-                               std::string& preset_name) {
-  toml::table merged;
+// The preset named by model.preset (empty table when none), its own keys checked.
+toml::table read_model_preset(const toml::table* recipe_model, const std::string& file,
+                              const RecipeReaderOptions& options, const std::filesystem::path& recipe_path,
+                              std::string& preset_name) {
+  toml::table preset_table;
   TableReader reader(recipe_model, "model", file);
   if (auto preset = reader.string("preset")) {
     std::vector<std::filesystem::path> directories = options.model_directories;
@@ -148,28 +154,23 @@ toml::table merged_model_table(const toml::table* recipe_model, const std::strin
     if (!preset_file)
       reader.fail(recipe_model->get("preset"), "preset",
                   "no model preset '" + *preset + "'" + did_you_mean(*preset, list_model_presets(directories)));
-    merged = read_toml_file(*preset_file);
-    TableReader preset_reader(&merged, "", preset_file->string());
+    preset_table = read_toml_file(*preset_file);
+    TableReader preset_reader(&preset_table, "", preset_file->string());
     preset_reader.string("description");
     preset_reader.string("source");
     preset_reader.allow(kModelShapeKeys);
     preset_reader.reject_unknown_keys();
-    merged.erase("description");
-    merged.erase("source");
     preset_name = *preset;
   }
-  if (recipe_model)
-    for (const auto& [key, node] : *recipe_model)
-      if (key.str() != "preset") merged.insert_or_assign(key.str(), node);
-  return merged;
+  return preset_table;
 }
 
 void read_model(Recipe& recipe, const toml::table* model_table, const RecipeReaderOptions& options,
                 const std::filesystem::path& recipe_path) {
   if (!model_table) throw InputError(recipe.file + ": [model]: the recipe has no [model] table");
   std::string preset_name;
-  toml::table merged = merged_model_table(model_table, recipe.file, options, recipe_path, preset_name);
-  TableReader reader(&merged, "model", recipe.file);
+  toml::table preset = read_model_preset(model_table, recipe.file, options, recipe_path, preset_name);
+  TableReader reader(model_table, "model", recipe.file, &preset);
   reader.allow({"preset"});
   pp_model& shape = recipe.model.shape;
   shape.struct_size = sizeof(pp_model);
@@ -177,7 +178,11 @@ void read_model(Recipe& recipe, const toml::table* model_table, const RecipeRead
   shape.hidden = reader.required_integer("hidden", 1);
   shape.heads = reader.required_integer("heads", 1);
   shape.kv_heads = reader.integer("kv_heads", 1).value_or(shape.heads);
-  shape.head_dim = reader.integer("head_dim", 1).value_or(shape.hidden / shape.heads);
+  auto head_dim = reader.integer("head_dim", 1);
+  if (!head_dim && shape.hidden % shape.heads != 0)
+    reader.fail(nullptr, "head_dim", "is required when heads = " + std::to_string(shape.heads) +
+                                         " does not divide hidden = " + std::to_string(shape.hidden));
+  shape.head_dim = head_dim.value_or(shape.hidden / shape.heads);
   std::string ffn = reader.choice("ffn_type", {"gelu", "swiglu"}).value_or("gelu");
   shape.ffn_type = ffn == "swiglu" ? PP_FFN_SWIGLU : PP_FFN_GELU;
   auto ffn_hidden = reader.integer("ffn_hidden", 1);
@@ -192,11 +197,15 @@ void read_model(Recipe& recipe, const toml::table* model_table, const RecipeRead
   shape.moe_shared_experts = reader.integer("moe_shared_experts", 0).value_or(0);
   reader.reject_unknown_keys();
 
+  auto node_of = [&](const char* key) {
+    const toml::node* node = model_table->get(key);
+    return node ? node : preset.get(key);
+  };
   if (shape.heads % shape.kv_heads != 0)
-    reader.fail(merged.get("kv_heads"), "kv_heads",
+    reader.fail(node_of("kv_heads"), "kv_heads",
                 std::to_string(shape.kv_heads) + " must divide heads = " + std::to_string(shape.heads));
   if (shape.moe_experts > 0 && shape.moe_top_k > shape.moe_experts)
-    reader.fail(merged.get("moe_top_k"), "moe_top_k",
+    reader.fail(node_of("moe_top_k"), "moe_top_k",
                 std::to_string(shape.moe_top_k) + " exceeds moe_experts = " + std::to_string(shape.moe_experts));
   recipe.model.name = preset_name.empty() ? "custom" : preset_name;
   shape.name = recipe.model.name.c_str();

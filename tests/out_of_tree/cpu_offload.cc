@@ -16,6 +16,7 @@
 //   pinned_buffer_mb = 512
 #include <algorithm>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include <paraplan/sdk.hpp>
@@ -39,10 +40,7 @@ double pcie_bytes_per_step(const paraplan::PlanView& plan) {
       case PP_SCOPE_STEP: every_rank += item.bytes; break;
     }
   }
-  // No pipeline yet described: one stage with every layer, the embedding and the head.
-  if (plan.stages().empty())
-    return every_rank + embedding + head + per_layer * static_cast<double>(plan.model().layers);
-
+  // The host always describes at least one stage (the whole model when there is no pipeline).
   double busiest = 0.0;
   for (const pp_stage& stage : plan.stages()) {
     double bytes = every_rank + per_layer * static_cast<double>(stage.layers) +
@@ -76,6 +74,7 @@ class CpuOffload : public paraplan::Strategy {
     // Read everything first: a view's pointers are invalidated by the first edit.
     const paraplan::PlanView view = plan.view();
     const std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
+    const std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
     const double transfer_bytes = pcie_bytes_per_step(view);
 
     for (uint32_t index = 0; index < memory.size(); ++index) {
@@ -84,6 +83,13 @@ class CpuOffload : public paraplan::Strategy {
       pp_memory_item offloaded = memory[index];
       offloaded.bytes = 0.0;
       plan.set_memory(index, offloaded);
+    }
+    // The optimizer update runs on the CPU now: it no longer costs the GPU memory bandwidth.
+    for (uint32_t index = 0; index < ops.size(); ++index) {
+      if (std::string_view(ops[index].name) != "optimizer_step") continue;
+      pp_op on_cpu = ops[index];
+      on_cpu.bytes = 0.0;
+      plan.set_op(index, on_cpu);
     }
     plan.add_memory(paraplan::make_memory_item(PP_MEMORY_OTHER, PP_SCOPE_STEP,
                                                "cpu_offload.pinned_buffer", kName,

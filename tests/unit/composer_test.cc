@@ -58,6 +58,18 @@ TEST(Composer, GlobalBatchMustSplitOverDataParallelRanks) {
                           {"global_batch = 24", "micro_batch x data-parallel size = 1 x 16"});
 }
 
+TEST(Composer, GpusMustFillWholeNodes) {
+  auto parsed = parse_recipe(recipe(12, ""), "recipe.toml");
+  expect_error<PlanError>([&] { compose_plan(*parsed, test::bundled_catalog(), 8); },
+                          {"num_gpus = 12 is not a whole number of nodes of gpus_per_node = 8"});
+}
+
+TEST(Composer, MeshOrderTypoIsCaught) {
+  std::string text = recipe(8, "");
+  text.replace(text.find("num_gpus = 8"), 12, "num_gpus = 8\nmesh_order = [\"tp\", \"dpp\"]");
+  expect_error<InputError>([&] { compose(text); }, {"cluster.mesh_order: 'dpp' names no mesh axis (did you mean 'dp'?)"});
+}
+
 TEST(Composer, UnknownStrategyIsAnInputErrorAtItsLine) {
   expect_error<InputError>([] { compose(recipe(8, "[[strategy]]\nname = \"fsdq\"\n")); },
                            {"recipe.toml:10:8", "strategy[0].name", "no strategy plugin named 'fsdq'", "did you mean 'fsdp'?"});

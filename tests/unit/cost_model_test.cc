@@ -72,6 +72,21 @@ TEST(GemmTime, TinyGemmIsBoundByMemory) {
   EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_BF16), memory);
 }
 
+TEST(FitToCluster, SmallerNodesShrinkTheNvlinkDomain) {
+  pp_hardware_profile profile = two_tier_profile();
+  profile.gpus_per_node = 8;
+  pp_hardware_profile four = fit_to_cluster(profile, pp_cluster{sizeof(pp_cluster), 16, 4});
+  EXPECT_EQ(four.tiers[0].domain_size, 4);
+  EXPECT_EQ(four.tiers[1].domain_size, 0);
+  // An 8-rank all-gather now crosses the network between two 4-GPU nodes.
+  EXPECT_GT(default_collective_time(four, PP_COLLECTIVE_ALL_GATHER, 1e9, 8, 1),
+            default_collective_time(profile, PP_COLLECTIVE_ALL_GATHER, 1e9, 8, 1));
+  // A rack-scale domain (larger than a node) spans nodes and is left alone.
+  profile.tiers[0].domain_size = 72;
+  profile.gpus_per_node = 4;
+  EXPECT_EQ(fit_to_cluster(profile, pp_cluster{sizeof(pp_cluster), 72, 4}).tiers[0].domain_size, 72);
+}
+
 TEST(PeakFlops, Fp8FallsBackToBf16WhereMissing) {
   pp_hardware_profile profile = two_tier_profile();
   EXPECT_DOUBLE_EQ(peak_flops(profile, PP_DTYPE_FP8), 1000e12);

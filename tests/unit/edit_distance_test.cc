@@ -22,5 +22,11 @@ TEST(EditDistance, SuggestsOnlyPlausibleTypos) {
   EXPECT_EQ(did_you_mean("zzz", keys), "");
 }
 
+TEST(EditDistance, AUniquePrefixWins) {
+  // "h100" is 4 edits from "h100-sxm" but only 2 from "b200".
+  EXPECT_EQ(closest_match("h100", {"a100-sxm-80g", "h100-sxm", "b200"}), "h100-sxm");
+  EXPECT_EQ(closest_match("h1", {"h100-sxm", "h100-pcie"}), "");  // ambiguous prefix, too far otherwise
+}
+
 }  // namespace
 }  // namespace paraplan::host

@@ -125,6 +125,23 @@ TEST(RecipeReader, ModelConstraints) {
   test::expect_error<InputError>([&] { parse(text); }, {"model.kv_heads", "5 must divide heads = 32"});
 }
 
+TEST(RecipeReader, ModelErrorsPointAtTheRecipeOrThePreset) {
+  std::string text = kValid;
+  text.replace(text.find("seq_len = 2048"), 14, "layers = 0");
+  test::expect_error<InputError>([&] { parse(text); }, {"recipe.toml:5:10", "model.layers: must be >= 1, got 0"});
+  // A constraint broken by a recipe key over a preset value names the recipe's line.
+  text = kValid;
+  text.replace(text.find("seq_len = 2048"), 14, "heads = 16");
+  test::expect_error<InputError>([&] { parse(text); }, {"llama2-7b.toml:", "model.kv_heads", "32 must divide heads = 16"});
+}
+
+TEST(RecipeReader, HeadDimMustBeGivenWhenHeadsDoNotDivideHidden) {
+  test::expect_error<InputError>(
+      [] { parse("[model]\nlayers = 2\nhidden = 100\nheads = 3\nvocab = 10\nseq_len = 8\n[training]\nglobal_batch = 1\n"
+                 "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 1\n"); },
+      {"model.head_dim: is required when heads = 3 does not divide hidden = 100"});
+}
+
 TEST(RecipeReader, MissingRequiredKeysAndTables) {
   test::expect_error<InputError>([] { parse("[training]\nglobal_batch = 1\n"); }, {"[model]", "no [model] table"});
   std::string text = kValid;

@@ -32,9 +32,11 @@ class Analytic : public paraplan::Executor {
 
   explicit Analytic(const paraplan::Params& params) : overhead_bytes_(params.float_value("runtime_overhead_gib") * kGiB) {}
 
-  void run(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware,
+  void run(const paraplan::PlanView& plan, const pp_hardware_binding_v1& given,
            const paraplan::ResultSink& results) override {
-    const pp_hardware_profile& profile = *hardware.profile;
+    const pp_hardware_profile profile = paraplan::cost::fit_to_cluster(*given.profile, plan.cluster());
+    pp_hardware_binding_v1 hardware = given;
+    hardware.profile = &profile;
     const pp_pipeline& pipeline = plan.pipeline();
     const double micro_batches = static_cast<double>(pipeline.micro_batches);
 

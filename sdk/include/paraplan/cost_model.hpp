@@ -58,6 +58,21 @@ inline double default_gemm_time(const pp_hardware_profile& profile, double m, do
   return std::max(compute, memory_time(profile, operands));
 }
 
+// The profile as this cluster sees it: an intra-node tier (domain no larger than the profile's
+// node) shrinks to the cluster's node when the recipe puts fewer GPUs in a node; rack-scale
+// domains (GB200 NVL72) span nodes and stay as they are.
+inline pp_hardware_profile fit_to_cluster(const pp_hardware_profile& profile, const pp_cluster& cluster) {
+  pp_hardware_profile fitted = profile;
+  for (uint32_t i = 0; i < fitted.tier_count; ++i) {
+    pp_tier& tier = fitted.tiers[i];
+    bool intra_node = tier.domain_size > 0 && tier.domain_size <= profile.gpus_per_node;
+    if (intra_node && cluster.gpus_per_node > 0 && cluster.gpus_per_node < tier.domain_size)
+      tier.domain_size = cluster.gpus_per_node;
+  }
+  fitted.gpus_per_node = cluster.gpus_per_node > 0 ? cluster.gpus_per_node : profile.gpus_per_node;
+  return fitted;
+}
+
 // Index of the innermost tier whose domain holds `span` consecutive ranks.
 inline uint32_t tier_for_span(const pp_hardware_profile& profile, int64_t span) {
   for (uint32_t i = 0; i < profile.tier_count; ++i)

@@ -16,16 +16,19 @@
  *                    "mlp_gate" (SwiGLU only), "mlp_act", "mlp_down", and for MoE layers
  *                    "router", "expert_up", "expert_gate", "expert_act", "expert_down"
  *   scope HEAD:      "final_norm", "logits", "loss"
- *   scope STEP:      "optimizer_step"
- * Each appears once per phase: FORWARD, BACKWARD (flops of the input- and weight-gradient
- * GEMMs together) and, where the recipe recomputes, RECOMPUTE. The per-layer optimizer update
- * "optimizer_step" has phase STEP and frequency PER_STEP. GEMM shapes: m = tokens of the
+ *   and "optimizer_step" (phase STEP, frequency PER_STEP) in scopes EMBEDDING, LAYER and HEAD,
+ *   each updating the parameters of its scope
+ * Each compute op appears once per phase: FORWARD, BACKWARD (flops of the input- and
+ * weight-gradient GEMMs together) and, where the recipe recomputes, RECOMPUTE. GEMM shapes: m = tokens of the
  * micro-batch, k = input features, n = output features. A strategy transforms an op the same
  * way in every phase, so it finds ops by name, not by phase.
  *
- * Canonical activation memory items (per layer and micro-batch, Korthikanti et al. 2022) are
- * named "act.seq.*" (replicated across tensor-parallel ranks unless sequence parallelism shards
- * them) and "act.tensor.*" (already split by tensor parallelism); see docs/cost-model.md.
+ * Canonical memory items: model state "weights.<scope>", "grads.<scope>", "optimizer.<scope>"
+ * (scope = embedding, layer, head); activations per layer and micro-batch (Korthikanti et al.
+ * 2022) named "act.seq.*" (replicated across tensor-parallel ranks unless sequence parallelism
+ * shards them), "act.tensor.*" (split by tensor parallelism) and, for MoE layers,
+ * "act.expert.*" (tokens routed to experts); "act.seq.embedding_dropout_mask" on the first
+ * stage and "act.head.logits" on the last. docs/architecture.md lists them all.
  */
 #ifndef PARAPLAN_PLAN_H
 #define PARAPLAN_PLAN_H
