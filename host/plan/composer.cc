@@ -165,7 +165,7 @@ ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, in
   pp_cluster cluster{sizeof(pp_cluster), recipe.cluster.num_gpus, gpus_per_node};
   ComposedPlan composed;
   composed.plan = std::make_unique<Plan>(recipe.model.shape, training, cluster, data_parallel);
-  build_workload(*composed.plan, WorkloadOptions{recipe.flash_attention});
+  build_workload(*composed.plan, WorkloadOptions{recipe.flash_attention, recipe.fp32_main_grads});
 
   for (PendingStrategy& strategy : strategies) {
     pp_strategy_context context{sizeof(pp_strategy_context), *strategy.degree, &recipe.model.shape, &training, &cluster};

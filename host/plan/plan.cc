@@ -190,6 +190,8 @@ pp_status Plan::set_schedule(void* plan, const pp_schedule_step* steps, uint64_t
     if (!copy_versioned(&steps[i], step, pp_schedule_step{sizeof(pp_schedule_step), 0, 0, 0, PP_PHASE_FORWARD}))
       return PP_ERROR_INVALID_ARGUMENT;
     if (step.stage < 0 || step.stage >= target.pipeline_.stages) return PP_ERROR_INVALID_ARGUMENT;
+    if (step.phase < PP_PHASE_FORWARD || step.phase > PP_PHASE_WEIGHT_GRADIENT || step.micro_batch < 0 || step.chunk < 0)
+      return PP_ERROR_INVALID_ARGUMENT;
     copy.push_back(step);
   }
   target.steps_ = std::move(copy);

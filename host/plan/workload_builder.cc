@@ -98,20 +98,23 @@ void add_memory(Plan& plan, pp_memory_kind kind, pp_scope scope, const char* nam
   plan.memory().push_back(make_memory_item(kind, scope, name, kOwner, bytes));
 }
 
-// Mixed-precision training state per parameter (Rajbhandari et al. 2020): 2-byte weights and
-// gradients, and fp32 master weights plus the optimizer's fp32 moments (Adam: m and v).
-void add_model_state(Plan& plan, pp_scope scope, const char* suffix, double parameters, pp_optimizer optimizer) {
+// Mixed-precision training state per parameter (Rajbhandari et al. 2020): 2-byte weights,
+// gradients of 2 bytes (ZeRO) or 4 (Megatron-LM's fp32 main grads), and fp32 master weights plus
+// the optimizer's fp32 moments (Adam: m and v): 16 or 18 bytes per parameter.
+void add_model_state(Plan& plan, pp_scope scope, const char* suffix, double parameters, pp_optimizer optimizer,
+                     double gradient_bytes) {
   double optimizer_bytes = optimizer == PP_OPTIMIZER_ADAM ? 12.0 : 8.0;
   add_memory(plan, PP_MEMORY_PARAMETERS, scope, (std::string("weights.") + suffix).c_str(), 2.0 * parameters);
-  add_memory(plan, PP_MEMORY_GRADIENTS, scope, (std::string("grads.") + suffix).c_str(), 2.0 * parameters);
+  add_memory(plan, PP_MEMORY_GRADIENTS, scope, (std::string("grads.") + suffix).c_str(), gradient_bytes * parameters);
   add_memory(plan, PP_MEMORY_OPTIMIZER, scope, (std::string("optimizer.") + suffix).c_str(),
              optimizer_bytes * parameters);
 }
 
 // The optimizer update is memory-bound: Adam reads fp32 master, m, v and the gradient and
 // writes master, m, v and the 2-byte weights: 16 + 14 = 30 bytes per parameter (SGD: 18).
-void add_optimizer_step(Plan& plan, pp_scope scope, double parameters, pp_optimizer optimizer) {
-  pp_op op = make_op(PP_OP_MEMORY, PP_PHASE_STEP, scope, "optimizer_step", kOwner);
+void add_optimizer_step(Plan& plan, pp_scope scope, const char* name, double parameters, pp_optimizer optimizer) {
+  if (parameters <= 0) return;
+  pp_op op = make_op(PP_OP_MEMORY, PP_PHASE_STEP, scope, name, kOwner);
   op.frequency = PP_PER_STEP;
   op.bytes = (optimizer == PP_OPTIMIZER_ADAM ? 30.0 : 18.0) * parameters;
   plan.ops().push_back(op);
@@ -182,13 +185,14 @@ ParameterCounts count_parameters(const pp_model& model) {
   const double attention = h * (static_cast<double>(model.heads) + 2.0 * static_cast<double>(model.kv_heads)) * d +
                            static_cast<double>(model.heads) * d * h;
   const double matrices = model.ffn_type == PP_FFN_SWIGLU ? 3.0 : 2.0;
-  double mlp = matrices * h * static_cast<double>(model.ffn_hidden);
+  ParameterCounts counts;
+  double dense_mlp = matrices * h * static_cast<double>(model.ffn_hidden);
   if (model.moe_experts > 0) {
     const double experts = static_cast<double>(model.moe_experts + model.moe_shared_experts);
-    mlp = experts * matrices * h * static_cast<double>(model.moe_ffn_hidden) + h * static_cast<double>(model.moe_experts);
+    counts.experts_per_layer = experts * matrices * h * static_cast<double>(model.moe_ffn_hidden);
+    dense_mlp = h * static_cast<double>(model.moe_experts);  // the router
   }
-  ParameterCounts counts;
-  counts.per_layer = attention + mlp + 2.0 * h;  // + two norm weight vectors
+  counts.per_layer = attention + dense_mlp + 2.0 * h;  // + two norm weight vectors
   counts.embedding = static_cast<double>(model.vocab) * h;
   counts.head = static_cast<double>(model.vocab) * h + h;  // untied output matrix + final norm
   return counts;
@@ -212,12 +216,16 @@ void build_workload(Plan& plan, const WorkloadOptions& options) {
   head.memory_bound("loss", 3.0 * 4.0 * s.tokens * s.vocab);  // fp32 softmax: read logits, write probs, read for grad
   add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_HEAD, "act.head.logits", 4.0 * s.tokens * s.vocab);
 
-  add_model_state(plan, PP_SCOPE_EMBEDDING, "embedding", parameters.embedding, training.optimizer);
-  add_model_state(plan, PP_SCOPE_LAYER, "layer", parameters.per_layer, training.optimizer);
-  add_model_state(plan, PP_SCOPE_HEAD, "head", parameters.head, training.optimizer);
-  add_optimizer_step(plan, PP_SCOPE_EMBEDDING, parameters.embedding, training.optimizer);
-  add_optimizer_step(plan, PP_SCOPE_LAYER, parameters.per_layer, training.optimizer);
-  add_optimizer_step(plan, PP_SCOPE_HEAD, parameters.head, training.optimizer);
+  const double gradient_bytes = options.fp32_main_grads ? 4.0 : 2.0;
+  add_model_state(plan, PP_SCOPE_EMBEDDING, "embedding", parameters.embedding, training.optimizer, gradient_bytes);
+  add_model_state(plan, PP_SCOPE_LAYER, "layer", parameters.per_layer, training.optimizer, gradient_bytes);
+  if (parameters.experts_per_layer > 0)
+    add_model_state(plan, PP_SCOPE_LAYER, "experts", parameters.experts_per_layer, training.optimizer, gradient_bytes);
+  add_model_state(plan, PP_SCOPE_HEAD, "head", parameters.head, training.optimizer, gradient_bytes);
+  add_optimizer_step(plan, PP_SCOPE_EMBEDDING, "optimizer_step", parameters.embedding, training.optimizer);
+  add_optimizer_step(plan, PP_SCOPE_LAYER, "optimizer_step", parameters.per_layer, training.optimizer);
+  add_optimizer_step(plan, PP_SCOPE_LAYER, "optimizer_step.experts", parameters.experts_per_layer, training.optimizer);
+  add_optimizer_step(plan, PP_SCOPE_HEAD, "optimizer_step", parameters.head, training.optimizer);
 }
 
 }  // namespace paraplan::host

@@ -13,16 +13,21 @@ namespace paraplan::host {
 
 struct WorkloadOptions {
   bool flash_attention = true;  // removes the 5·a·s²·b attention-score activations
+  bool fp32_main_grads = true;  // Megatron-LM accumulates gradients in fp32 (4 bytes), ZeRO in 2
 };
 
 void build_workload(Plan& plan, const WorkloadOptions& options);
 
 // Parameters of one transformer layer, of the embedding and of the output head.
+// Experts (MoE layers) are counted apart: expert parallelism shards them, not the dense part.
 struct ParameterCounts {
-  double per_layer = 0;
+  double per_layer = 0;      // dense part of a layer: attention, router, norms (and the MLP if dense)
+  double experts_per_layer = 0;
   double embedding = 0;
   double head = 0;
-  double total(int64_t layers) const { return per_layer * static_cast<double>(layers) + embedding + head; }
+  double total(int64_t layers) const {
+    return (per_layer + experts_per_layer) * static_cast<double>(layers) + embedding + head;
+  }
 };
 ParameterCounts count_parameters(const pp_model& model);
 

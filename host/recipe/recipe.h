@@ -48,6 +48,7 @@ struct Recipe {
   ModelSpec model;
   pp_training training{};
   bool flash_attention = true;
+  bool fp32_main_grads = true;  // [training] main_grads = "fp32" (Megatron-LM) or "bf16" (ZeRO/DeepSpeed)
   ClusterSpec cluster;
   std::vector<StrategyEntry> strategies;
   const toml::table* executor_table = nullptr;  // [executor], may be null
@@ -58,7 +59,7 @@ struct Recipe {
 };
 
 // The default mesh order, innermost first: TP on the fastest links, pipeline outermost
-// (Megatron-LM's tp-cp-ep-dp-pp).
+// (Megatron-LM's tp-cp-ep-dp-pp; hybrid sharding's replica axis just inside the pipeline).
 std::vector<std::string> default_mesh_order();
 
 }  // namespace paraplan::host

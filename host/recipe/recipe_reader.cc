@@ -10,7 +10,7 @@
 
 namespace paraplan::host {
 
-std::vector<std::string> default_mesh_order() { return {"tp", "cp", "ep", "dp", "pp"}; }
+std::vector<std::string> default_mesh_order() { return {"tp", "cp", "ep", "dp", "dp_replicate", "pp"}; }
 
 namespace {
 
@@ -227,6 +227,7 @@ void read_training(Recipe& recipe, const toml::table* table) {
   std::string optimizer = reader.choice("optimizer", {"adam", "sgd"}).value_or("adam");
   training.optimizer = optimizer == "sgd" ? PP_OPTIMIZER_SGD : PP_OPTIMIZER_ADAM;
   recipe.flash_attention = reader.boolean("flash_attention").value_or(true);
+  recipe.fp32_main_grads = reader.choice("main_grads", {"fp32", "bf16"}).value_or("fp32") == "fp32";
   reader.reject_unknown_keys();
   if (training.global_batch % training.micro_batch != 0)
     reader.fail(table->get("global_batch"), "global_batch",

@@ -13,7 +13,7 @@ const double kParameters = kLayers * (12 * kHidden * kHidden + 2 * kHidden) + 2 
 
 std::string zero_recipe(int stage, bool overlap = true) {
   return "[model]\nlayers = 36\nhidden = 4096\nheads = 32\nvocab = 32000\nseq_len = 1024\n"
-         "[training]\nglobal_batch = 64\nmicro_batch = 1\n"
+         "[training]\nglobal_batch = 64\nmicro_batch = 1\nmain_grads = \"bf16\"\n"
          "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 64\n"
          "[[strategy]]\nname = \"fsdp\"\nstage = " +
          std::to_string(stage) + "\noverlap = " + (overlap ? "true" : "false") + "\n";

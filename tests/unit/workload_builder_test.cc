@@ -105,7 +105,7 @@ TEST(ModelFlops, FullRecomputeAddsOneForwardPass) {
   EXPECT_NEAR((model_flops(*plan, 24) + recomputed) / f96, 1.0, 1e-12);
 }
 
-TEST(ModelState, SixteenBytesPerParameterWithAdam) {
+TEST(ModelState, EighteenOrSixteenBytesPerParameterWithAdam) {
   pp_model model = gpt(4, 1024, 16, 1000, 512);
   auto plan = build(model, training(1, PP_RECOMPUTE_NONE), true);
   double state = 0;
@@ -113,7 +113,15 @@ TEST(ModelState, SixteenBytesPerParameterWithAdam) {
     if (item.kind == PP_MEMORY_ACTIVATIONS || item.kind == PP_MEMORY_OTHER) continue;
     state += item.bytes * (item.scope == PP_SCOPE_LAYER ? 4.0 : 1.0);
   }
-  EXPECT_DOUBLE_EQ(state, 16.0 * count_parameters(model).total(4));
+  EXPECT_DOUBLE_EQ(state, 18.0 * count_parameters(model).total(4));  // fp32 main grads by default
+  auto zero = std::make_unique<Plan>(model, training(1, PP_RECOMPUTE_NONE), pp_cluster{sizeof(pp_cluster), 1, 8}, 1);
+  build_workload(*zero, WorkloadOptions{true, /*fp32_main_grads=*/false});
+  double zero_state = 0;
+  for (const pp_memory_item& item : zero->memory_items()) {
+    if (item.kind == PP_MEMORY_ACTIVATIONS || item.kind == PP_MEMORY_OTHER) continue;
+    zero_state += item.bytes * (item.scope == PP_SCOPE_LAYER ? 4.0 : 1.0);
+  }
+  EXPECT_DOUBLE_EQ(zero_state, 16.0 * count_parameters(model).total(4));
 }
 
 }  // namespace

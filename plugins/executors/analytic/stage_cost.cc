@@ -107,6 +107,7 @@ StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v
         add_to_phase(per_step ? cost.step_backward : cost.forward, op, seconds);
         break;
       case PP_PHASE_BACKWARD:
+      case PP_PHASE_WEIGHT_GRADIENT:  // not used by ops, but counted as backward if a plugin does
         if (counts_as_model) cost.model_flops_per_micro_batch += times * op.flops;
         add_to_phase(per_step ? cost.step_backward : cost.backward, op, seconds);
         break;

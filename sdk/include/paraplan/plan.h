@@ -53,7 +53,11 @@ typedef enum pp_phase {
   PP_PHASE_FORWARD = 1,
   PP_PHASE_BACKWARD = 2,
   PP_PHASE_STEP = 3,     /* after the last micro-batch: gradient sync tail, optimizer update */
-  PP_PHASE_RECOMPUTE = 4 /* a forward op re-run during backward (activation recomputation) */
+  PP_PHASE_RECOMPUTE = 4, /* a forward op re-run during backward (activation recomputation) */
+  /* Schedule steps only: the weight-gradient half of a backward pass, scheduled apart from the
+   * input-gradient half (PP_PHASE_BACKWARD) by zero-bubble schedules. Ops keep both halves in
+   * their BACKWARD entry. */
+  PP_PHASE_WEIGHT_GRADIENT = 5
 } pp_phase;
 
 typedef enum pp_scope {
@@ -156,7 +160,9 @@ typedef struct pp_stage {
   int32_t has_head;
 } pp_stage;
 
-/* One entry of a stage's exact execution order. */
+/* One entry of a stage's exact execution order: the pipeline strategy lists, for every stage, the
+ * (micro-batch, chunk, phase) it runs, in order. A schedule that splits backward passes uses
+ * PP_PHASE_BACKWARD for the input gradient and PP_PHASE_WEIGHT_GRADIENT for the weight gradient. */
 typedef struct pp_schedule_step {
   uint32_t struct_size;
   int32_t stage;
