@@ -1,0 +1,188 @@
+// sp: splitting the sequence dimension, in one of three modes.
+//
+//   megatron  Sequence parallelism with tensor parallelism (Korthikanti et al. 2022). The
+//             regions TP leaves replicated (norms, dropout, residual) are split along the
+//             sequence over the TP ranks; each TP all-reduce becomes a reduce-scatter into the
+//             sequence-parallel region and an all-gather out of it: the same bytes, and the
+//             replicated activations ("act.seq.*", 10·s·b·h per layer) divide by t, so with
+//             selective recompute a layer keeps 34·s·b·h/t. Shares the "tp" axis: no degree.
+//   ring      Context parallelism with ring attention (Liu et al. 2023; Megatron-LM's
+//             cp-comm-type p2p). Its own axis "cp" of degree c: every rank holds s/c tokens of
+//             every sequence, so all token-proportional work and activations divide by c. For
+//             attention each rank passes its K/V chunk around the ring, c-1 point-to-point
+//             steps forward (K and V) and backward (K, V and their gradients), overlapped with
+//             the attention of the chunk at hand.
+//   ulysses   Context parallelism with DeepSpeed-Ulysses (Jacobs et al. 2023): all-to-all
+//             before attention turns sequence shards into head shards (each rank attends over
+//             the full sequence for heads/c heads) and all-to-all after turns them back: Q, K, V
+//             in and the output out, forward and backward; on the critical path.
+// Gradients of ranks in a cp group are reduced together by the data-parallel strategy.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "paraplan/sdk.hpp"
+
+namespace {
+
+constexpr const char* kName = "sp";
+
+class SequenceParallel : public paraplan::Strategy {
+ public:
+  static constexpr int32_t apply_order = 30;
+
+  static paraplan::PluginInfo info() {
+    return {kName,
+            "1.0.0",
+            "Sequence parallelism: megatron (with TP), or context parallelism by ring attention or Ulysses",
+            {paraplan::ParamSpec::Enum("mode", {"megatron", "ring", "ulysses"}, "megatron",
+                                       "megatron: shard TP's replicated regions (no degree); ring / ulysses: context "
+                                       "parallelism over its own axis \"cp\" of the given degree")}};
+  }
+
+  explicit SequenceParallel(const paraplan::Params& params) : mode_(params.string_value("mode")) {}
+
+  void validate(const paraplan::StrategyContext& context) override {
+    const int64_t c = context.degree;
+    const pp_model& model = context.model;
+    if (mode_ == "megatron") {
+      if (c != 1)
+        throw paraplan::ConstraintError("sp mode \"megatron\" shards over the tp axis and takes no degree (got " +
+                                        std::to_string(c) + "); use mode \"ring\" or \"ulysses\" for context parallelism");
+      return;
+    }
+    // Causal load balancing gives each rank two chunks of the sequence (Megatron-LM requires it).
+    if (mode_ == "ring" && model.seq_len % (2 * c) != 0)
+      throw paraplan::ConstraintError("sp ring: 2 x cp = " + std::to_string(2 * c) + " must divide seq_len = " +
+                                      std::to_string(model.seq_len));
+    if (mode_ == "ulysses" && model.seq_len % c != 0)
+      throw paraplan::ConstraintError("sp ulysses: cp = " + std::to_string(c) + " must divide seq_len = " +
+                                      std::to_string(model.seq_len));
+  }
+
+  void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
+    const paraplan::PlanView view = plan.view();
+    const std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
+    const std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
+    if (mode_ == "megatron") {
+      apply_megatron(plan, view, ops, memory);
+      return;
+    }
+    const int32_t tp_axis = view.axis_index("tp");
+    const double t = tp_axis >= 0 ? static_cast<double>(view.axes()[static_cast<size_t>(tp_axis)].degree) : 1.0;
+    const int32_t axis = plan.add_axis("cp", context.degree, kName);
+    const double c = static_cast<double>(context.degree);
+    if (mode_ == "ulysses") {
+      const pp_model& model = context.model;
+      auto heads_per_rank = [&](int64_t heads, const char* what) {
+        if (static_cast<int64_t>(heads / t) % context.degree != 0)
+          throw paraplan::ConstraintError("sp ulysses: cp = " + std::to_string(context.degree) + " must divide the " + what +
+                                          " per tensor-parallel rank = " + std::to_string(static_cast<int64_t>(heads / t)));
+      };
+      heads_per_rank(model.heads, "attention heads");
+      heads_per_rank(model.kv_heads, "KV heads");
+    }
+    split_tokens(plan, ops, memory, c);
+    if (context.degree > 1) add_context_communication(plan, axis, ops, context.model, t, c);
+  }
+
+ private:
+  // Megatron SP: every TP all-reduce becomes reduce-scatter + all-gather; replicated work and
+  // activations divide by t.
+  void apply_megatron(paraplan::PlanEditor& plan, const paraplan::PlanView& view, const std::vector<pp_op>& ops,
+                      const std::vector<pp_memory_item>& memory) const {
+    const int32_t tp_axis = view.axis_index("tp");
+    if (tp_axis < 0)
+      throw paraplan::ConstraintError("sp mode \"megatron\" needs tensor parallelism: add a [[strategy]] name = \"tp\"");
+    const double t = static_cast<double>(view.axes()[static_cast<size_t>(tp_axis)].degree);
+    std::vector<pp_op> gathers;
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      pp_op op = ops[i];
+      const std::string_view name = op.name;
+      if (op.kind == PP_OP_COLLECTIVE && name == "tp_all_reduce") {
+        op.collective = PP_COLLECTIVE_REDUCE_SCATTER;
+        paraplan::copy_name(op.name, "tp_reduce_scatter");
+        plan.set_op(i, op);
+        pp_op gather = op;
+        gather.collective = PP_COLLECTIVE_ALL_GATHER;
+        paraplan::copy_name(gather.name, "tp_all_gather");
+        gathers.push_back(gather);
+      } else if (name == "attn_norm" || name == "mlp_norm" || name == "final_norm" || name == "embedding") {
+        op.bytes /= t;  // norms, dropout and residuals now run on s/t tokens
+        plan.set_op(i, op);
+      }
+    }
+    for (const pp_op& gather : gathers) plan.append_op(gather);
+    for (uint32_t i = 0; i < memory.size(); ++i) {
+      pp_memory_item item = memory[i];
+      if (item.kind != PP_MEMORY_ACTIVATIONS || !std::string_view(item.name).starts_with("act.seq.")) continue;
+      item.bytes /= t;
+      plan.set_memory(i, item);
+    }
+  }
+
+  // Context parallelism: everything proportional to tokens divides by c. The optimizer update
+  // (phase STEP) is proportional to parameters and stays.
+  void split_tokens(paraplan::PlanEditor& plan, const std::vector<pp_op>& ops,
+                    const std::vector<pp_memory_item>& memory, double c) const {
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      pp_op op = ops[i];
+      if (op.phase == PP_PHASE_STEP) continue;
+      if (op.kind == PP_OP_GEMM) op.m /= c;
+      if (op.kind == PP_OP_ATTENTION) {
+        // ring: s/c queries against all s keys; ulysses: all s queries for heads/c heads.
+        if (mode_ == "ring") op.m /= c;
+        else op.count /= c;
+      }
+      op.flops /= c;
+      op.bytes /= c;
+      plan.set_op(i, op);
+    }
+    for (uint32_t i = 0; i < memory.size(); ++i) {
+      pp_memory_item item = memory[i];
+      if (item.kind != PP_MEMORY_ACTIVATIONS) continue;
+      item.bytes /= c;
+      plan.set_memory(i, item);
+    }
+  }
+
+  // One set per pass of the layer that runs attention (FORWARD, BACKWARD, RECOMPUTE), anchored on
+  // the attention core so recompute only repeats what recomputes attention.
+  void add_context_communication(paraplan::PlanEditor& plan, int32_t axis, const std::vector<pp_op>& ops,
+                                 const pp_model& model, double t, double c) const {
+    for (const pp_op& op : ops) {
+      if (std::string_view(op.name) != "attention_core") continue;
+      // Per rank after this split: s/c tokens of b sequences; widths per tensor-parallel rank.
+      const double tokens = op.count / (static_cast<double>(model.heads) / t) * op.m / c;  // b·s/c
+      const double q_bytes = tokens * static_cast<double>(model.heads * model.head_dim) / t * 2.0;
+      const double kv_bytes = tokens * static_cast<double>(2 * model.kv_heads * model.head_dim) / t * 2.0;
+      const bool backward = op.phase == PP_PHASE_BACKWARD;
+      if (mode_ == "ring") {
+        pp_op ring = paraplan::make_op(PP_OP_SEND_RECV, op.phase, op.scope, "cp_ring_kv", kName);
+        ring.axis = axis;
+        ring.bytes = backward ? 2.0 * kv_bytes : kv_bytes;  // backward also passes dK and dV on
+        ring.repeat = static_cast<uint32_t>(c - 1);
+        ring.overlap = PP_OVERLAP_COMPUTE;
+        plan.append_op(ring);
+      } else {
+        add_all_to_all(plan, axis, op, "cp_all_to_all_qkv", q_bytes + kv_bytes);
+        add_all_to_all(plan, axis, op, "cp_all_to_all_out", q_bytes);  // the output has the queries' width
+      }
+    }
+  }
+
+  void add_all_to_all(paraplan::PlanEditor& plan, int32_t axis, const pp_op& anchor, const char* name,
+                      double bytes) const {
+    pp_op op = paraplan::make_op(PP_OP_COLLECTIVE, anchor.phase, anchor.scope, name, kName);
+    op.collective = PP_COLLECTIVE_ALL_TO_ALL;
+    op.axis = axis;
+    op.bytes = bytes;
+    plan.append_op(op);
+  }
+
+  std::string mode_;
+};
+
+}  // namespace
+
+PARAPLAN_PLUGIN(SequenceParallel)

@@ -1,0 +1,129 @@
+// tp: Megatron-LM tensor parallelism (Shoeybi et al. 2019; Narayanan et al. 2021).
+//
+// Attention: the QKV projection is split by columns (heads, and with GQA the KV heads, divide
+// over the t ranks), each rank attends over its own heads, and the output projection is split
+// by rows. MLP: the up (and SwiGLU gate) projection by columns, the down projection by rows. The
+// row-parallel outputs are partial sums: one all-reduce after attention and one after the MLP in
+// the forward pass, and their conjugates (all-reduce of the input gradients of the column-
+// parallel layers) in the backward pass: 2 + 2 per layer, each of s·b·h·2 bytes. They sit on the
+// critical path unless `overlap` (Megatron's --tp-comm-overlap) hides them behind the GEMMs.
+// The embedding and the output layer are vocabulary-parallel: an all-reduce of the embedding
+// output forward, and of the logits' input gradient backward.
+//
+// Memory (Korthikanti et al. 2022): weights, gradients and optimizer state divide by t (the
+// norm weights, 2h per layer, are replicated; their share is under 0.1 % and ignored);
+// activations inside the tensor-parallel regions ("act.tensor.*", the expert hidden state and
+// the logits) divide by t, the rest ("act.seq.*") stays replicated unless sequence parallelism
+// (the `sp` strategy, mode "megatron") shards it.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "paraplan/sdk.hpp"
+
+namespace {
+
+constexpr const char* kName = "tp";
+
+class TensorParallel : public paraplan::Strategy {
+ public:
+  static constexpr int32_t apply_order = 20;
+
+  static paraplan::PluginInfo info() {
+    return {kName,
+            "1.0.0",
+            "Megatron tensor parallelism: column/row-parallel attention (GQA-aware) and MLP, vocabulary-parallel "
+            "embedding and output layer",
+            {paraplan::ParamSpec::Bool("overlap", false,
+                                       "overlap the tensor-parallel collectives with GEMMs (Megatron-LM --tp-comm-overlap)")}};
+  }
+
+  explicit TensorParallel(const paraplan::Params& params) : overlap_(params.bool_value("overlap")) {}
+
+  void validate(const paraplan::StrategyContext& context) override {
+    const int64_t t = context.degree;
+    const pp_model& model = context.model;
+    auto require = [&](int64_t value, const char* what) {
+      if (value % t != 0)
+        throw paraplan::ConstraintError("tp = " + std::to_string(t) + " must divide " + what + " = " +
+                                        std::to_string(value));
+    };
+    require(model.heads, "the attention heads");
+    require(model.kv_heads, "the KV heads (query groups)");
+    require(model.moe_experts > 0 ? model.moe_ffn_hidden : model.ffn_hidden, "the MLP width");
+  }
+
+  void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
+    const double t = static_cast<double>(context.degree);
+    const int32_t axis = plan.add_axis("tp", context.degree, kName);
+    const paraplan::PlanView view = plan.view();
+    const std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
+    const std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
+
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      pp_op op = ops[i];
+      if (split_op(op, t)) plan.set_op(i, op);
+    }
+    for (uint32_t i = 0; i < memory.size(); ++i) {
+      pp_memory_item item = memory[i];
+      if (!splits_memory(item)) continue;
+      item.bytes /= t;
+      plan.set_memory(i, item);
+    }
+    if (context.degree > 1) add_collectives(plan, axis, ops);
+  }
+
+ private:
+  // Divides the op's dimension that tensor parallelism splits; false if the op is replicated.
+  static bool split_op(pp_op& op, double t) {
+    const std::string_view name = op.name;
+    const bool column = name == "qkv" || name == "mlp_up" || name == "mlp_gate" || name == "expert_up" ||
+                        name == "expert_gate" || name == "logits";
+    const bool row = name == "attn_out" || name == "mlp_down" || name == "expert_down";
+    if (column) op.n /= t;
+    else if (row) op.k /= t;
+    else if (name == "attention_core") op.count /= t;
+    else if (name == "mlp_act" || name == "expert_act" || name == "loss") op.bytes /= t;
+    else return false;
+    op.flops /= t;
+    return true;
+  }
+
+  static bool splits_memory(const pp_memory_item& item) {
+    const std::string_view name = item.name;
+    if (item.kind != PP_MEMORY_ACTIVATIONS) return item.kind != PP_MEMORY_OTHER;  // all model state
+    return name.starts_with("act.tensor.") || name == "act.expert.hidden" || name == "act.head.logits";
+  }
+
+  // Two all-reduces per layer and pass (after attention and after the MLP or MoE block), in
+  // every phase the layer runs: FORWARD, BACKWARD and, when fully recomputed, RECOMPUTE. Each
+  // reduces the layer's activation, tokens × hidden × 2 bytes.
+  void add_collectives(paraplan::PlanEditor& plan, int32_t axis, const std::vector<pp_op>& ops) const {
+    for (const pp_op& op : ops) {
+      const std::string_view name = op.name;
+      const double activation_bytes = op.m * 2.0 * (name == "attn_out" ? op.n : op.k);
+      if (name == "attn_out") add(plan, axis, op.scope, op.phase, activation_bytes, 2);
+      // Vocabulary-parallel embedding: each rank looks up its rows; the sum is all-reduced.
+      if (name == "embedding" && op.phase == PP_PHASE_FORWARD) add(plan, axis, op.scope, op.phase, op.bytes / 2.0, 1);
+      // Vocabulary-parallel output layer: its input gradient is a partial sum.
+      if (name == "logits" && op.phase == PP_PHASE_BACKWARD) add(plan, axis, op.scope, op.phase, activation_bytes, 1);
+    }
+  }
+
+  void add(paraplan::PlanEditor& plan, int32_t axis, pp_scope scope, pp_phase phase, double bytes,
+           uint32_t repeat) const {
+    pp_op op = paraplan::make_op(PP_OP_COLLECTIVE, phase, scope, "tp_all_reduce", kName);
+    op.repeat = repeat;
+    op.collective = PP_COLLECTIVE_ALL_REDUCE;
+    op.axis = axis;
+    op.bytes = bytes;
+    op.overlap = overlap_ ? PP_OVERLAP_COMPUTE : PP_OVERLAP_NONE;
+    plan.append_op(op);
+  }
+
+  bool overlap_;
+};
+
+}  // namespace
+
+PARAPLAN_PLUGIN(TensorParallel)

@@ -1,0 +1,124 @@
+// Tensor, sequence and context parallelism against Korthikanti et al. 2022 (activation memory,
+// eq. 2-4 and Table 2) and the Megatron-LM communication pattern, derived by hand here.
+#include <cmath>
+
+#include "test_support.h"
+
+namespace paraplan::host {
+namespace {
+
+using test::expect_error;
+
+// A GPT with a 4h GELU MLP, the shape Korthikanti's formulas assume (GPT-3 175B's widths).
+const double s = 2048, b = 1, h = 12288, a = 96;
+
+std::string gpt_recipe(int gpus, const std::string& strategies, const std::string& training_extra = "") {
+  return "[model]\nlayers = 8\nhidden = 12288\nheads = 96\nvocab = 51200\nseq_len = 2048\n"
+         "[training]\nglobal_batch = 1\nmicro_batch = 1\nflash_attention = false\n" +  // one micro-batch
+
+         training_extra + "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = " + std::to_string(gpus) + "\n" + strategies;
+}
+
+const std::string kTp8 = "[[strategy]]\nname = \"tp\"\ndegree = 8\n";
+const std::string kSp = "[[strategy]]\nname = \"sp\"\nmode = \"megatron\"\n";
+
+double layer_activations(const test::Evaluated& evaluated) {
+  double bytes = 0;
+  for (const pp_memory_item& item : evaluated.composed.plan->memory_items())
+    if (item.kind == PP_MEMORY_ACTIVATIONS && item.scope == PP_SCOPE_LAYER) bytes += item.bytes;
+  return bytes;
+}
+
+TEST(TensorParallel, ActivationsFollowKorthikantiEquation2) {
+  const double t = 8;
+  auto evaluated = test::evaluate_recipe(gpt_recipe(8, kTp8));
+  EXPECT_NEAR(layer_activations(evaluated), s * b * h * (10 + 24 / t + 5 * a * s / (h * t)), 1.0);
+}
+
+TEST(TensorParallel, WithSequenceParallelismEverythingDivides) {
+  const double t = 8;
+  auto evaluated = test::evaluate_recipe(gpt_recipe(8, kTp8 + kSp));
+  EXPECT_NEAR(layer_activations(evaluated), s * b * h / t * (34 + 5 * a * s / h), 1.0);  // eq. 3
+  auto selective = test::evaluate_recipe(gpt_recipe(8, kTp8 + kSp, "recompute = \"selective\"\n"));
+  EXPECT_NEAR(layer_activations(selective), 34 * s * b * h / t, 1.0);  // eq. 4
+  auto full = test::evaluate_recipe(gpt_recipe(8, kTp8 + kSp, "recompute = \"full\"\n"));
+  EXPECT_NEAR(layer_activations(full), 2 * s * b * h / t, 1.0);  // only the layer input
+}
+
+TEST(TensorParallel, DividesComputeAndModelState) {
+  auto single = test::evaluate_recipe(gpt_recipe(1, ""));
+  auto split = test::evaluate_recipe(gpt_recipe(8, kTp8));
+  // Each of the 8 ranks does 1/8 of the work: the model FLOPs per step are unchanged.
+  EXPECT_NEAR(split.number("throughput.model_flops_per_step") / single.number("throughput.model_flops_per_step"), 1.0,
+              1e-9);
+  double single_state = single.number("memory.parameters_bytes") + single.number("memory.optimizer_bytes");
+  double split_state = split.number("memory.parameters_bytes") + split.number("memory.optimizer_bytes");
+  EXPECT_NEAR(split_state / single_state, 1.0 / 8, 1e-9);
+}
+
+TEST(TensorParallel, FourAllReducesPerLayerOfTheLayerActivation) {
+  // One micro-batch: per layer 2 forward + 2 backward all-reduces of s·b·h·2 bytes, plus the
+  // embedding's forward and the logits' backward all-reduce; ring all-reduce sends 2(t-1)/t·n.
+  const double t = 8, layers = 8, n = s * b * h * 2;
+  auto evaluated = test::evaluate_recipe(gpt_recipe(8, kTp8));
+  EXPECT_NEAR(evaluated.number("comm.tp.bytes_per_gpu_per_step"), (4 * layers + 2) * 2 * (t - 1) / t * n, 1.0);
+  // Sequence parallelism swaps each all-reduce for a reduce-scatter and an all-gather: same bytes.
+  auto with_sp = test::evaluate_recipe(gpt_recipe(8, kTp8 + kSp));
+  EXPECT_NEAR(with_sp.number("comm.tp.bytes_per_gpu_per_step"), evaluated.number("comm.tp.bytes_per_gpu_per_step"), 1.0);
+  // Full recompute runs the forward all-reduces again.
+  auto recomputed = test::evaluate_recipe(gpt_recipe(8, kTp8, "recompute = \"full\"\n"));
+  EXPECT_NEAR(recomputed.number("comm.tp.bytes_per_gpu_per_step"), (6 * layers + 2) * 2 * (t - 1) / t * n, 1.0);
+}
+
+TEST(TensorParallel, CollectivesAreExposedUnlessOverlapped) {
+  auto exposed = test::evaluate_recipe(gpt_recipe(8, kTp8));
+  auto hidden = test::evaluate_recipe(gpt_recipe(8, "[[strategy]]\nname = \"tp\"\ndegree = 8\noverlap = true\n"));
+  EXPECT_GT(exposed.number("time.exposed_comm_s.tp"), 0.0);
+  EXPECT_LT(hidden.number("time.exposed_comm_s.tp"), exposed.number("time.exposed_comm_s.tp"));
+  EXPECT_LT(hidden.number("time.step_s"), exposed.number("time.step_s"));
+}
+
+TEST(TensorParallel, DegreeMustDivideHeadsAndQueryGroups) {
+  // Llama 2 70B has 8 KV heads (query groups): tp = 16 cannot split them.
+  std::string recipe =
+      "[model]\npreset = \"llama2-70b\"\n[training]\nglobal_batch = 16\n[cluster]\nhardware = \"h100-sxm\"\n"
+      "num_gpus = 16\n[[strategy]]\nname = \"tp\"\ndegree = 16\n";
+  expect_error<PlanError>([&] { test::evaluate_recipe(recipe); },
+                          {"strategy[0] 'tp'", "tp = 16 must divide the KV heads (query groups) = 8"});
+}
+
+TEST(SequenceParallel, MegatronModeNeedsTensorParallelismAndNoDegree) {
+  expect_error<PlanError>([] { test::evaluate_recipe(gpt_recipe(1, kSp)); }, {"needs tensor parallelism"});
+  const std::string tp4 = "[[strategy]]\nname = \"tp\"\ndegree = 4\n";
+  expect_error<PlanError>([&] { test::evaluate_recipe(gpt_recipe(8, tp4 + "[[strategy]]\nname = \"sp\"\ndegree = 2\n")); },
+                          {"takes no degree (got 2)"});
+}
+
+TEST(ContextParallel, RingDividesTokensAndPassesKvAround) {
+  const double c = 4;
+  auto single = test::evaluate_recipe(gpt_recipe(1, ""));
+  auto ring = test::evaluate_recipe(gpt_recipe(4, "[[strategy]]\nname = \"sp\"\nmode = \"ring\"\ndegree = 4\n"));
+  EXPECT_NEAR(layer_activations(ring), layer_activations(single) / c, 1.0);
+  // K and V chunks (s/c tokens × 2h × 2 bytes) go round the ring c-1 times forward; backward
+  // passes K, V and their gradients: 3 × the forward volume per layer, over 8 layers.
+  const double kv_chunk = s / c * b * 2 * h * 2;
+  EXPECT_NEAR(ring.number("comm.sp.bytes_per_gpu_per_step"), 8 * 3 * (c - 1) * kv_chunk, 1.0);
+}
+
+TEST(ContextParallel, UlyssesAllToAllVolumes) {
+  const double c = 4;
+  auto ulysses = test::evaluate_recipe(gpt_recipe(4, "[[strategy]]\nname = \"sp\"\nmode = \"ulysses\"\ndegree = 4\n"));
+  // Per pass: Q, K, V in (s/c × 3h × 2 bytes) and the output back (s/c × h × 2); an all-to-all
+  // sends (c-1)/c of its buffer. Forward and backward, 8 layers.
+  const double per_pass = (s / c * 3 * h * 2 + s / c * h * 2) * (c - 1) / c;
+  EXPECT_NEAR(ulysses.number("comm.sp.bytes_per_gpu_per_step"), 8 * 2 * per_pass, 1.0);
+}
+
+TEST(ContextParallel, RingNeedsTwoChunksPerRank) {
+  std::string recipe = gpt_recipe(8, "[[strategy]]\nname = \"sp\"\nmode = \"ring\"\ndegree = 8\n");
+  recipe.replace(recipe.find("seq_len = 2048"), 14, "seq_len = 1000");
+  expect_error<PlanError>([&] { test::evaluate_recipe(recipe); }, {"2 x cp = 16 must divide seq_len = 1000"});
+}
+
+}  // namespace
+}  // namespace paraplan::host
