@@ -7,6 +7,7 @@
 #include "host/plan/composer.h"
 #include "host/plan/execution.h"
 #include "host/plan/hardware_binding.h"
+#include "host/recipe/recipe_overrides.h"
 #include "host/recipe/recipe_reader.h"
 #include "host/report/text_report.h"
 
@@ -19,8 +20,11 @@ int run_evaluate_command(const std::vector<std::string>& arguments) {
   std::string recipe_file;
   std::string executor = "analytic";
   po::options_description options = common_options(common, /*with_json=*/true);
+  std::vector<std::string> overrides;
   options.add_options()("executor", po::value(&executor)->value_name("NAME"),
-                        "executor plugin that turns the plan into figures (default: analytic)");
+                        "executor plugin that turns the plan into figures (default: analytic)")(
+      "set", po::value(&overrides)->composing()->value_name("KEY=VALUE"),
+      "override a recipe key before reading it (repeatable): cluster.num_gpus=512, strategy.tp.degree=8");
   po::options_description hidden;
   hidden.add_options()("recipe", po::value(&recipe_file));
   po::options_description all;
@@ -43,12 +47,20 @@ int run_evaluate_command(const std::vector<std::string>& arguments) {
   }
   configure_logging(common);
   PluginCatalog catalog = scan_plugins(common);
-  std::unique_ptr<Recipe> recipe = read_recipe(recipe_file);
-  std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, catalog);
-  int64_t gpus_per_node = recipe->cluster.gpus_per_node.value_or(hardware->profile().gpus_per_node);
-  if (gpus_per_node < 1) throw InputError(recipe->file + ": cluster.gpus_per_node: the hardware profile gives none; set it");
-  ComposedPlan composed = compose_plan(*recipe, catalog, gpus_per_node);
-  ResultTree results = run_executor(executor, *recipe, catalog, composed, *hardware);
+  RecipeReaderOptions reader_options;
+  reader_options.overrides = overrides;
+  std::unique_ptr<Recipe> recipe;
+  ResultTree results;
+  try {
+    recipe = read_recipe(recipe_file, reader_options);
+    std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, catalog);
+    int64_t gpus_per_node = recipe->cluster.gpus_per_node.value_or(hardware->profile().gpus_per_node);
+    if (gpus_per_node < 1) throw InputError(recipe->file + ": cluster.gpus_per_node: the hardware profile gives none; set it");
+    ComposedPlan composed = compose_plan(*recipe, catalog, gpus_per_node);
+    results = run_executor(executor, *recipe, catalog, composed, *hardware);
+  } catch (const InputError& failure) {
+    throw InputError(mention_overrides(failure.what(), overrides));
+  }
 
   if (common.json)
     std::cout << results.to_json().dump(2) << "\n";

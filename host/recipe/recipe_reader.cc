@@ -6,6 +6,7 @@
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
 #include "host/recipe/model_presets.h"
+#include "host/recipe/recipe_overrides.h"
 #include "host/recipe/source_location.h"
 
 namespace paraplan::host {
@@ -282,6 +283,7 @@ void read_strategies(Recipe& recipe, const toml::table& document) {
 
 std::unique_ptr<Recipe> build_recipe(toml::table document, const std::string& file_name,
                                      const RecipeReaderOptions& options) {
+  for (const std::string& assignment : options.overrides) apply_override(document, assignment);
   auto recipe = std::make_unique<Recipe>();
   recipe->file = file_name;
   recipe->document = std::make_shared<toml::table>(std::move(document));

@@ -15,6 +15,7 @@ namespace paraplan::host {
 
 struct RecipeReaderOptions {
   std::vector<std::filesystem::path> model_directories;  // searched for presets after the recipe's own
+  std::vector<std::string> overrides;                    // "key=value", applied in order (recipe_overrides.h)
 };
 
 std::unique_ptr<Recipe> read_recipe(const std::filesystem::path& file, const RecipeReaderOptions& options = {});

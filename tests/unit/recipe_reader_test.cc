@@ -1,4 +1,5 @@
 // Recipes: parsing, presets, and errors that name file:line:column and the key path.
+#include "host/recipe/recipe_overrides.h"
 #include "host/recipe/recipe_reader.h"
 
 #include "test_support.h"
@@ -172,6 +173,41 @@ TEST(RecipeReader, EveryShippedRecipeParses) {
     SCOPED_TRACE(entry.path().string());
     EXPECT_NO_THROW(read_recipe(entry.path()));
   }
+}
+
+}  // namespace
+}  // namespace paraplan::host
+
+namespace paraplan::host {
+namespace {
+
+TEST(RecipeOverrides, SetKeysBeforeReading) {
+  RecipeReaderOptions options;
+  options.overrides = {"cluster.num_gpus=64", "training.recompute=full", "strategy.fsdp.stage=1",
+                       "strategy.tp.degree=8", "cluster.mesh_order=[\"tp\", \"dp\", \"pp\"]"};
+  auto recipe = parse_recipe(kValid, "recipe.toml", options);
+  EXPECT_EQ(recipe->cluster.num_gpus, 64);
+  EXPECT_EQ(recipe->training.recompute, PP_RECOMPUTE_FULL);  // a bare word is a string
+  ASSERT_EQ(recipe->strategies.size(), 3u);                   // tp appended after fsdp and test_good
+  EXPECT_EQ(recipe->strategies[2].name, "tp");
+  EXPECT_EQ(recipe->strategies[2].degree, 8);
+  EXPECT_EQ(recipe->strategies[0].table->get("stage")->value<int64_t>(), 1);
+  EXPECT_EQ(recipe->cluster.mesh_order, (std::vector<std::string>{"tp", "dp", "pp"}));
+}
+
+TEST(RecipeOverrides, MalformedOverridesAreUsageErrors) {
+  RecipeReaderOptions options;
+  options.overrides = {"cluster.num_gpus"};
+  test::expect_error<UsageError>([&] { parse_recipe(kValid, "recipe.toml", options); }, {"expected KEY=VALUE"});
+  options.overrides = {"strategy.tp=8"};
+  test::expect_error<UsageError>([&] { parse_recipe(kValid, "recipe.toml", options); }, {"strategy.NAME.KEY=VALUE"});
+  options.overrides = {"cluster.num_gpus.x=8"};
+  test::expect_error<UsageError>([&] { parse_recipe(kValid, "recipe.toml", options); }, {"'num_gpus' is not a table"});
+}
+
+TEST(RecipeOverrides, ErrorsMentionTheOverride) {
+  EXPECT_EQ(mention_overrides("f: training.recompute: bad", {"training.recompute=x", "cluster.num_gpus=2"}),
+            "f: training.recompute: bad (from --set training.recompute=x)");
 }
 
 }  // namespace
