@@ -60,7 +60,7 @@ Plan::Plan(const pp_model& model, const pp_training& training, const pp_cluster&
   pipeline_.micro_batches = training.global_batch / (training.micro_batch * data_parallel_size);
   pipeline_.bubble_fraction = 0.0;
   pipeline_.in_flight_micro_batches = 1.0;
-  stages_.push_back(pp_stage{sizeof(pp_stage), model.layers, 1, 1});
+  stages_.push_back(pp_stage{sizeof(pp_stage), model.layers, 1, 1, 1.0});
   api_ = pp_plan_api_v1{sizeof(pp_plan_api_v1), this, &Plan::get_view, &Plan::add_axis, &Plan::set_op,
                         &Plan::insert_op, &Plan::remove_op, &Plan::set_memory, &Plan::add_memory,
                         &Plan::set_pipeline, &Plan::set_schedule};
@@ -169,7 +169,8 @@ pp_status Plan::set_pipeline(void* plan, const pp_pipeline* pipeline, const pp_s
   int64_t layers = 0;
   for (uint32_t i = 0; i < count; ++i) {
     pp_stage stage;
-    if (!copy_versioned(&stages[i], stage, pp_stage{sizeof(pp_stage), 0, 0, 0}) || stage.layers < 0)
+    if (!copy_versioned(&stages[i], stage, pp_stage{sizeof(pp_stage), 0, 0, 0, 0.0}) || stage.layers < 0 ||
+        stage.in_flight_micro_batches < 0)
       return PP_ERROR_INVALID_ARGUMENT;
     layers += stage.layers;
     layout.push_back(stage);

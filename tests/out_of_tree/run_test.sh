@@ -34,7 +34,9 @@ source_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 [[ -d $1 ]] || fail "main build dir '$1' does not exist"
 main_build=$(cd "$1" && pwd)
 mkdir -p "$2"
-scratch=$(cd "$2" && pwd)
+# A fresh directory per run: two test runs at once must not share an install prefix.
+scratch=$(mktemp -d "$(cd "$2" && pwd)/run.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
 prefix=$scratch/prefix
 plugin_build=$scratch/build
 rm -rf "$prefix" "$plugin_build" "$scratch/wants_major_2"

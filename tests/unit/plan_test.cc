@@ -80,7 +80,7 @@ TEST_F(PlanFixture, AcceptsAnOlderShorterStruct) {
 TEST_F(PlanFixture, PipelineMustPlaceEveryLayerOnce) {
   pp_pipeline pipeline = plan.pipeline();
   pipeline.stages = 2;
-  pp_stage stages[2] = {{sizeof(pp_stage), 2, 1, 0}, {sizeof(pp_stage), 1, 0, 1}};
+  pp_stage stages[2] = {{sizeof(pp_stage), 2, 1, 0, 0.0}, {sizeof(pp_stage), 1, 0, 1, 0.0}};
   EXPECT_EQ(api.set_pipeline(api.plan, &pipeline, stages, 2), PP_ERROR_INVALID_ARGUMENT);  // 3 of 4 layers
   stages[1].layers = 2;
   EXPECT_EQ(api.set_pipeline(api.plan, &pipeline, stages, 1), PP_ERROR_INVALID_ARGUMENT);  // count mismatch

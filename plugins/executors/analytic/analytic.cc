@@ -49,7 +49,7 @@ class Analytic : public paraplan::Executor {
     for (size_t i = 0; i < stages.size(); ++i) {
       if (stages[i].micro_batch_s() > stages[slowest].micro_batch_s()) slowest = i;
       const analytic::StageCost& stage = stages[i];
-      double activations = stage.activations_bytes_per_micro_batch * pipeline.in_flight_micro_batches;
+      double activations = stage.activations_bytes_per_micro_batch * in_flight(plan.stages()[i], pipeline);
       stage_memory.push_back(stage.weights_bytes + stage.gradients_bytes + stage.optimizer_bytes + activations +
                              stage.other_bytes + overhead_bytes_);
       if (stage_memory[i] > stage_memory[fullest]) fullest = i;
@@ -61,24 +61,29 @@ class Analytic : public paraplan::Executor {
     const double tail_s = pace.step_tail.elapsed_s();
     const double step_s = steady_s + bubble_s + step_comm_s + tail_s;
 
-    report_memory(results, stages[fullest], stage_memory[fullest], profile, pipeline);
+    report_memory(results, stages[fullest], stage_memory[fullest], profile, in_flight(plan.stages()[fullest], pipeline));
     report_communication(results, stages);
     report_time(results, pace, micro_batches, bubble_s, step_s, pipeline);
     report_throughput(results, plan, stages, step_s, profile);
   }
 
  private:
+  // The stage's own peak when the pipeline strategy gave one, else the pipeline-wide figure.
+  static double in_flight(const pp_stage& stage, const pp_pipeline& pipeline) {
+    return stage.in_flight_micro_batches > 0 ? stage.in_flight_micro_batches : pipeline.in_flight_micro_batches;
+  }
+
   void report_memory(const paraplan::ResultSink& results, const analytic::StageCost& stage, double total,
-                     const pp_hardware_profile& profile, const pp_pipeline& pipeline) const {
+                     const pp_hardware_profile& profile, double in_flight) const {
     results.number("memory.per_gpu_bytes", total);
     results.number("memory.capacity_bytes", profile.memory_bytes);
     results.boolean("memory.fits", total <= profile.memory_bytes);
     results.number("memory.parameters_bytes", stage.weights_bytes);
     results.number("memory.gradients_bytes", stage.gradients_bytes);
     results.number("memory.optimizer_bytes", stage.optimizer_bytes);
-    results.number("memory.activations_bytes", stage.activations_bytes_per_micro_batch * pipeline.in_flight_micro_batches);
+    results.number("memory.activations_bytes", stage.activations_bytes_per_micro_batch * in_flight);
     results.number("memory.other_bytes", stage.other_bytes + overhead_bytes_);
-    results.number("memory.micro_batches_in_flight", pipeline.in_flight_micro_batches);
+    results.number("memory.micro_batches_in_flight", in_flight);
   }
 
   static void report_communication(const paraplan::ResultSink& results, const std::vector<analytic::StageCost>& stages) {

@@ -107,6 +107,9 @@ class SequenceParallel : public paraplan::Strategy {
         gather.collective = PP_COLLECTIVE_ALL_GATHER;
         paraplan::copy_name(gather.name, "tp_all_gather");
         gathers.push_back(gather);
+      } else if (op.kind == PP_OP_COLLECTIVE && std::string_view(op.owner) == "ep") {
+        op.bytes /= t;  // each tensor-parallel rank now dispatches only its s/t tokens to the experts
+        plan.set_op(i, op);
       } else if (name == "attn_norm" || name == "mlp_norm" || name == "final_norm" || name == "embedding") {
         op.bytes /= t;  // norms, dropout and residuals now run on s/t tokens
         plan.set_op(i, op);

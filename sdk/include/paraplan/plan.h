@@ -158,6 +158,9 @@ typedef struct pp_stage {
   int64_t layers;        /* transformer layers on this stage (all its chunks together) */
   int32_t has_embedding;
   int32_t has_head;
+  /* Activation sets of this whole stage held at its peak (1F1B: min(p - stage, m)); 0 = use
+   * the pipeline's in_flight_micro_batches. */
+  double in_flight_micro_batches;
 } pp_stage;
 
 /* One entry of a stage's exact execution order: the pipeline strategy lists, for every stage, the
@@ -167,7 +170,7 @@ typedef struct pp_schedule_step {
   uint32_t struct_size;
   int32_t stage;
   int32_t micro_batch;
-  int32_t chunk; /* virtual stage index on this rank */
+  int32_t chunk; /* model chunk on this rank: chunk c of stage s is virtual stage c·p + s (Megatron-LM) */
   pp_phase phase;
 } pp_schedule_step;
 

@@ -1,0 +1,261 @@
+// ep: expert parallelism for mixture-of-experts models (GShard, Lepikhin et al. 2020; Switch,
+// Fedus et al. 2021; Megatron-Core MoE).
+//
+// The e ranks of an expert-parallel group are e data-parallel ranks: EP is carved out of data
+// parallelism and adds no GPUs. Each rank holds E/e of the E routed experts (shared experts stay
+// on every rank). In every MoE layer the ranks route their own tokens, send each token's top-k
+// copies to the ranks that hold the chosen experts (dispatch), run their local experts on
+// whatever arrives, and send the results back (combine). Averaged over the group a rank receives
+// as many routed tokens as it sent, tokens x top_k, so the expert GEMMs keep their shape; the
+// busiest rank receives (1 + imbalance) times the mean and sets the pace of everyone.
+//
+// How many tokens a rank processes and moves (its load, relative to the mean):
+//   capacity_factor = 0 (dropless, Megatron-Core's default): 1 + imbalance.
+//   capacity_factor = c, pad_to_capacity (GShard/Switch fixed buffers, Megatron's
+//     --moe-pad-expert-input-to-capacity): c; tokens over capacity are dropped, the empty slots
+//     are computed and sent anyway, so imbalance costs quality, not time.
+//   capacity_factor = c, no padding (Megatron's --moe-expert-capacity-factor alone):
+//     min(1 + imbalance, c).
+// With one rank (ep = 1) there is no rank to be busier than the mean: imbalance is 0.
+//
+// Communication per MoE layer and micro-batch, on the "ep" axis, on the critical path (the
+// experts need the tokens; the next layer needs the results):
+//   dispatcher = "alltoall": all-to-all dispatch and combine forward, their two conjugate
+//     all-to-alls backward; buffer per all-to-all = routed tokens x hidden x 2 bytes x load.
+//   dispatcher = "allgather" (Megatron's MoEAllGatherTokenDispatcher): every rank all-gathers
+//     the group's tokens (each once, not top_k times) and keeps those for its experts; the
+//     combine is a reduce-scatter of the group's outputs; backward swaps the two. Buffer
+//     = e x tokens x hidden x 2 bytes, independent of load and capacity (every token travels):
+//     each rank moves (e-1) x tokens x h x 2 bytes per collective against (e-1)/e x top_k x
+//     tokens x h x 2 for an all-to-all, e / top_k times as much. The routing map and
+//     probabilities it also gathers (tokens x experts x 5 bytes) are under 1 % and left out.
+// With full recomputation the forward pair runs again during backward (phase RECOMPUTE), as
+// the workload builder re-runs every layer op.
+//
+// The router's auxiliary load-balancing loss (Switch, eq. 4) is a memory-bound pass over the
+// fp32 router probabilities: op "router_aux_loss", tokens x experts x 4 bytes read and written.
+//
+// Axes: "ep" (degree e) and "edp" (expert data parallelism, data_parallel_size / e), both inside
+// "dp"; the host gives children strides in creation order, so "ep" is the inner one and stays on
+// NVLink when it fits a node. Data-parallel strategies shard and reduce expert state ("*.experts")
+// over "edp" (plugins/strategies/internal/zero_sharding.h).
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "paraplan/sdk.hpp"
+
+namespace {
+
+constexpr const char* kName = "ep";
+constexpr double kActivationBytes = 2.0;  // bf16 tokens on the wire and in the expert buffers
+
+bool is_expert_compute(std::string_view name) {
+  return name == "expert_up" || name == "expert_gate" || name == "expert_act" || name == "expert_down";
+}
+
+bool is_expert_activation(std::string_view name) { return name == "act.expert.input" || name == "act.expert.hidden"; }
+
+// "weights.experts" -> "weights.shared_experts": the shared experts' part of an expert item.
+std::string shared_name(std::string_view name) {
+  std::string text(name);
+  return text.substr(0, text.size() - std::string_view("experts").size()) + "shared_experts";
+}
+
+class ExpertParallel : public paraplan::Strategy {
+ public:
+  static constexpr int32_t apply_order = 10;
+  static constexpr uint32_t flags = PP_STRATEGY_SUBDIVIDES_DATA;
+
+  static paraplan::PluginInfo info() {
+    return {kName,
+            "1.0.0",
+            "Expert parallelism: routed experts divided over ranks carved out of data parallelism, tokens "
+            "dispatched and combined by all-to-all (or all-gather/reduce-scatter)",
+            {paraplan::ParamSpec::Float("capacity_factor", 1.0,
+                                        "expert capacity as a multiple of the mean tokens per expert; 0 = dropless")
+                 .range(0.0, 16.0),
+             paraplan::ParamSpec::Bool("pad_to_capacity", true,
+                                       "with a capacity factor, send and compute full capacity buffers "
+                                       "(Megatron --moe-pad-expert-input-to-capacity)"),
+             paraplan::ParamSpec::Float("imbalance", 0.0,
+                                        "the busiest expert rank receives (1 + imbalance) x the mean routed tokens")
+                 .range(0.0, 4.0),
+             paraplan::ParamSpec::Enum("dispatcher", {"alltoall", "allgather"}, "alltoall",
+                                       "token dispatcher (Megatron --moe-token-dispatcher-type)")}};
+  }
+
+  explicit ExpertParallel(const paraplan::Params& params)
+      : capacity_factor_(params.float_value("capacity_factor")),
+        pad_to_capacity_(params.bool_value("pad_to_capacity")),
+        imbalance_(params.float_value("imbalance")),
+        all_gather_(params.string_value("dispatcher") == "allgather") {}
+
+  void validate(const paraplan::StrategyContext& context) override {
+    const pp_model& model = context.model;
+    if (model.moe_experts <= 0)
+      throw paraplan::ConstraintError("expert parallelism needs a mixture-of-experts model, but model '" +
+                                      std::string(model.name ? model.name : "custom") +
+                                      "' is dense (moe_experts = 0)");
+    if (model.moe_experts % context.degree != 0)
+      throw paraplan::ConstraintError("ep = " + std::to_string(context.degree) +
+                                      " must divide moe_experts = " + std::to_string(model.moe_experts) +
+                                      " (each rank holds the same number of experts)");
+  }
+
+  void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
+    const int64_t e = context.degree;
+    const int64_t data_parallel = plan.view().data_parallel_size();
+    if (data_parallel % e != 0)
+      throw paraplan::ConstraintError("ep = " + std::to_string(e) + " must divide the data-parallel size " +
+                                      std::to_string(data_parallel) +
+                                      ": expert parallelism is carved out of data parallelism");
+    const int32_t ep_axis = plan.add_axis("ep", e, kName, "dp");
+    plan.add_axis("edp", data_parallel / e, kName, "dp");
+
+    const pp_model& model = context.model;
+    const double experts = static_cast<double>(model.moe_experts);
+    const double shared = static_cast<double>(model.moe_shared_experts);
+    const double top_k = static_cast<double>(model.moe_top_k);
+    const double load = load_factor(e);
+    // Shared experts see the rank's own tokens, routed experts `load` x the mean.
+    const double compute_scale = (top_k * load + shared) / (top_k + shared);
+    const double routed_fraction = experts / (experts + shared);  // of the expert parameters
+
+    const double tokens = tokens_per_rank(plan.view(), top_k + shared);
+    divide_work(plan, compute_scale, routed_fraction, static_cast<double>(e));
+    if (e > 1) add_token_exchange(plan, ep_axis, context, tokens, load);
+    add_aux_loss(plan, context, tokens * experts * 4.0);
+  }
+
+ private:
+  // The busiest rank's routed tokens over the mean (see the header comment).
+  double load_factor(int64_t e) const {
+    const double demand = 1.0 + (e > 1 ? imbalance_ : 0.0);
+    if (capacity_factor_ <= 0) return demand;
+    return pad_to_capacity_ ? capacity_factor_ : std::min(demand, capacity_factor_);
+  }
+
+  // The tokens of one micro-batch on this rank, as the workload sized the experts' input.
+  static double tokens_per_rank(const paraplan::PlanView& view, double visits_per_token) {
+    for (const pp_op& op : view.ops())
+      if (std::string_view(op.name) == "expert_up" && op.phase == PP_PHASE_FORWARD) return op.m / visits_per_token;
+    throw paraplan::InvalidArgument("the plan has no forward 'expert_up' op to size the token exchange from");
+  }
+
+  // Routed-expert state divides by e; shared-expert state, split off into "*.shared_experts",
+  // stays whole. Expert compute and activations follow this rank's load.
+  void divide_work(paraplan::PlanEditor& plan, double compute_scale, double routed_fraction, double e) const {
+    const paraplan::PlanView view = plan.view();
+    const std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
+    for (uint32_t i = 0; i < memory.size(); ++i) {
+      pp_memory_item item = memory[i];
+      std::string_view name = item.name;
+      if (is_expert_activation(name)) {
+        item.bytes *= compute_scale;
+        plan.set_memory(i, item);
+      } else if (name.ends_with(".experts")) {
+        if (routed_fraction < 1.0)
+          plan.add_memory(paraplan::make_memory_item(item.kind, item.scope, shared_name(name), kName,
+                                                     item.bytes * (1.0 - routed_fraction)));
+        item.bytes *= routed_fraction / e;
+        plan.set_memory(i, item);
+      }
+    }
+    const std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      pp_op op = ops[i];
+      if (is_expert_compute(op.name)) {
+        op.m *= compute_scale;
+        op.flops *= compute_scale;
+        op.bytes *= compute_scale;
+        plan.set_op(i, op);
+      } else if (std::string_view(op.name) == "optimizer_step.experts") {
+        if (routed_fraction < 1.0) {
+          pp_op shared = op;
+          paraplan::copy_name(shared.name, "optimizer_step.shared_experts");
+          paraplan::copy_name(shared.owner, kName);
+          shared.bytes = op.bytes * (1.0 - routed_fraction);
+          plan.append_op(shared);
+        }
+        op.bytes *= routed_fraction / e;
+        plan.set_op(i, op);
+      }
+    }
+  }
+
+  // The phases a layer's forward ops run in: forward, backward and, under full recomputation,
+  // the forward again during backward (as the workload builder emits every layer op).
+  static std::vector<pp_phase> layer_phases(const pp_training& training) {
+    std::vector<pp_phase> phases{PP_PHASE_FORWARD, PP_PHASE_BACKWARD};
+    if (training.recompute == PP_RECOMPUTE_FULL) phases.push_back(PP_PHASE_RECOMPUTE);
+    return phases;
+  }
+
+  static int64_t find_op(const paraplan::PlanView& view, std::string_view name, bool last) {
+    int64_t found = -1;
+    for (uint32_t i = 0; i < view.ops().size(); ++i) {
+      if (name != view.ops()[i].name) continue;
+      found = i;
+      if (!last) break;
+    }
+    if (found < 0) throw paraplan::InvalidArgument("the plan has no '" + std::string(name) + "' op");
+    return found;
+  }
+
+  // Dispatch goes in front of the first expert op, combine after the last one, one op per phase.
+  void add_token_exchange(paraplan::PlanEditor& plan, int32_t ep_axis, const paraplan::StrategyContext& context,
+                          double tokens, double load) const {
+    const double hidden_bytes = tokens * static_cast<double>(context.model.hidden) * kActivationBytes;
+    const double e = static_cast<double>(context.degree);
+    pp_collective dispatch_kind = PP_COLLECTIVE_ALL_TO_ALL, combine_kind = PP_COLLECTIVE_ALL_TO_ALL;
+    double bytes = hidden_bytes * static_cast<double>(context.model.moe_top_k) * load;
+    if (all_gather_) {
+      dispatch_kind = PP_COLLECTIVE_ALL_GATHER;
+      combine_kind = PP_COLLECTIVE_REDUCE_SCATTER;
+      bytes = e * hidden_bytes;
+    }
+    const std::vector<pp_phase> phases = layer_phases(context.training);
+    uint32_t at = static_cast<uint32_t>(find_op(plan.view(), "expert_up", /*last=*/false));
+    for (pp_phase phase : phases) {
+      // Backward runs the conjugate: the gradient of an all-gather is a reduce-scatter.
+      bool swap = all_gather_ && phase == PP_PHASE_BACKWARD;
+      plan.insert_op(at++, exchange_op("ep_dispatch", phase, swap ? combine_kind : dispatch_kind, ep_axis, bytes));
+    }
+    at = static_cast<uint32_t>(find_op(plan.view(), "expert_down", /*last=*/true)) + 1;
+    for (pp_phase phase : phases) {
+      bool swap = all_gather_ && phase == PP_PHASE_BACKWARD;
+      plan.insert_op(at++, exchange_op("ep_combine", phase, swap ? dispatch_kind : combine_kind, ep_axis, bytes));
+    }
+  }
+
+  static pp_op exchange_op(const char* name, pp_phase phase, pp_collective kind, int32_t axis, double bytes) {
+    pp_op op = paraplan::make_op(PP_OP_COLLECTIVE, phase, PP_SCOPE_LAYER, name, kName);
+    op.collective = kind;
+    op.axis = axis;
+    op.bytes = bytes;
+    op.overlap = PP_OVERLAP_NONE;
+    return op;
+  }
+
+  // Forward reads the probabilities and writes their per-expert means; backward (twice the
+  // traffic, as the workload builder counts memory-bound backward ops) writes their gradient.
+  static void add_aux_loss(paraplan::PlanEditor& plan, const paraplan::StrategyContext& context, double probs_bytes) {
+    uint32_t at = static_cast<uint32_t>(find_op(plan.view(), "router", /*last=*/true)) + 1;
+    for (pp_phase phase : layer_phases(context.training)) {
+      pp_op op = paraplan::make_op(PP_OP_MEMORY, phase, PP_SCOPE_LAYER, "router_aux_loss", kName);
+      op.bytes = 2.0 * probs_bytes * (phase == PP_PHASE_BACKWARD ? 2.0 : 1.0);
+      plan.insert_op(at++, op);
+    }
+  }
+
+  double capacity_factor_;
+  bool pad_to_capacity_;
+  double imbalance_;
+  bool all_gather_;
+};
+
+}  // namespace
+
+PARAPLAN_PLUGIN(ExpertParallel)

@@ -1,0 +1,167 @@
+// plugins/strategies/internal/zero_sharding.h: ZeRO sharding of the model state over one
+// data-parallel group, shared by the `fsdp` and `hsdp` strategies (Rajbhandari et al. 2020).
+//
+//   stage 0  plain data parallelism: every rank holds everything; gradients all-reduced once per
+//            step, bucketed behind the last micro-batch's backward pass.
+//   stage 1  optimizer state sharded (Megatron-LM's distributed optimizer): gradients
+//            reduce-scattered once per step, updated weights all-gathered after the update.
+//   stage 2  gradients sharded too: to keep them sharded across gradient accumulation, the
+//            reduce-scatter runs every micro-batch.
+//   stage 3  parameters sharded too: each layer's weights are all-gathered before its forward
+//            and again before its backward, gradients reduce-scattered: 1.5x the bytes of
+//            stage 0, hidden behind compute by prefetching the next layer.
+// With 2-byte gradients the model state per rank is 16Ψ, 4Ψ + 12Ψ/N, 2Ψ + 14Ψ/N, 16Ψ/N for a
+// group of N ranks.
+//
+// Sizes come from the plan's memory when the strategy runs (after tensor, pipeline and expert
+// parallelism divided it): all-gathers move weights (2 bytes per parameter), reductions move
+// gradients (2 or 4 bytes). Expert weights are replicated over fewer ranks: when expert
+// parallelism created the axis "edp" (expert data parallelism), expert state ("*.experts") is
+// sharded and reduced over it instead of the group's axis. With context parallelism ("cp"),
+// ranks of a cp group hold the same weights too, so their gradients are also all-reduced over
+// "cp".
+//
+//   paraplan::strategies::ZeroSharding zero("fsdp", /*stage=*/3, /*overlap=*/true);
+//   int32_t dp = plan.add_axis("dp", degree, "fsdp");
+//   zero.apply(plan, dp, degree);  // shards memory, adds the collectives
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "paraplan/sdk.hpp"
+
+namespace paraplan::strategies {
+
+// Expert state ("weights.experts", "optimizer_step.experts") lives on the expert-data-parallel
+// group; everything else, shared experts included, on the full data-parallel group.
+inline bool is_expert_state(std::string_view name) { return name.ends_with(".experts"); }
+
+// Ops that update parameters: "optimizer_step" and its variants ("optimizer_step.experts", ...).
+inline bool is_optimizer_step(std::string_view name) {
+  return name == "optimizer_step" || name.starts_with("optimizer_step.");
+}
+
+// The per-scope bytes one group of ranks shards and communicates.
+struct StateBytes {
+  double weights[PP_SCOPE_STEP + 1] = {};
+  double gradients[PP_SCOPE_STEP + 1] = {};
+};
+
+// The model state before sharding, split into what lives on the data-parallel group (dense) and
+// on the expert-data-parallel group (experts).
+struct ModelState {
+  StateBytes dense;
+  StateBytes experts;
+};
+
+inline constexpr pp_scope kStateScopes[] = {PP_SCOPE_EMBEDDING, PP_SCOPE_LAYER, PP_SCOPE_HEAD};
+
+class ZeroSharding {
+ public:
+  ZeroSharding(std::string owner, int64_t stage, bool overlap) : owner_(std::move(owner)), stage_(stage), overlap_(overlap) {}
+
+  // Shards the state over `group_axis` (degree `group`), expert state over "edp" when it exists,
+  // and adds the ZeRO collectives for both and the gradient all-reduce over "cp". Returns the
+  // state as it was before sharding, so a caller can size further collectives from it.
+  ModelState apply(PlanEditor& plan, int32_t group_axis, int64_t group) const {
+    const PlanView view = plan.view();
+    const int32_t edp_axis = view.axis_index("edp");
+    const int32_t cp_axis = view.axis_index("cp");
+    const double dp = static_cast<double>(group);
+    const double edp = edp_axis >= 0 ? static_cast<double>(view.axes()[static_cast<size_t>(edp_axis)].degree) : dp;
+
+    // Collective sizes are the unsharded state: read it before sharding.
+    const ModelState state{state_bytes(view, /*experts=*/false), state_bytes(view, /*experts=*/true)};
+    std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
+    std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
+    shard(plan, memory, ops, dp, edp);
+
+    if (dp > 1) add_communication(plan, group_axis, state.dense);
+    if (edp > 1) add_communication(plan, edp_axis >= 0 ? edp_axis : group_axis, state.experts);
+    if (cp_axis >= 0 && view.axes()[static_cast<size_t>(cp_axis)].degree > 1) {
+      for (pp_scope scope : kStateScopes)
+        add(plan, cp_axis, scope, "grad_all_reduce_cp", PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD, PP_PER_STEP,
+            state.dense.gradients[scope] + state.experts.gradients[scope]);
+    }
+    return state;
+  }
+
+  // Appends one collective owned by this strategy; `overlap` lets it hide behind compute unless it
+  // runs after the optimizer (phase STEP), where nothing is left to hide it behind.
+  void add(PlanEditor& plan, int32_t axis, pp_scope scope, const char* name, pp_collective kind, pp_phase phase,
+           pp_frequency frequency, double bytes) const {
+    if (bytes <= 0) return;
+    pp_op op = make_op(PP_OP_COLLECTIVE, phase, scope, name, owner_);
+    op.collective = kind;
+    op.axis = axis;
+    op.bytes = bytes;
+    op.frequency = frequency;
+    op.overlap = overlap_ && phase != PP_PHASE_STEP ? PP_OVERLAP_COMPUTE : PP_OVERLAP_NONE;
+    plan.append_op(op);
+  }
+
+ private:
+  static StateBytes state_bytes(const PlanView& view, bool experts) {
+    StateBytes bytes;
+    for (const pp_memory_item& item : view.memory()) {
+      if (is_expert_state(item.name) != experts) continue;
+      if (item.kind == PP_MEMORY_PARAMETERS) bytes.weights[item.scope] += item.bytes;
+      if (item.kind == PP_MEMORY_GRADIENTS) bytes.gradients[item.scope] += item.bytes;
+    }
+    return bytes;
+  }
+
+  void shard(PlanEditor& plan, const std::vector<pp_memory_item>& memory, const std::vector<pp_op>& ops, double dp,
+             double edp) const {
+    for (uint32_t i = 0; i < memory.size(); ++i) {
+      pp_memory_item item = memory[i];
+      bool sharded = (item.kind == PP_MEMORY_OPTIMIZER && stage_ >= 1) ||
+                     (item.kind == PP_MEMORY_GRADIENTS && stage_ >= 2) ||
+                     (item.kind == PP_MEMORY_PARAMETERS && stage_ >= 3);
+      if (!sharded) continue;
+      item.bytes /= is_expert_state(item.name) ? edp : dp;
+      plan.set_memory(i, item);
+    }
+    // From stage 1 on, the optimizer update touches only this rank's shard.
+    if (stage_ < 1) return;
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      if (!is_optimizer_step(ops[i].name)) continue;
+      pp_op op = ops[i];
+      op.bytes /= is_expert_state(op.name) ? edp : dp;
+      plan.set_op(i, op);
+    }
+  }
+
+  // One set of collectives per scope that holds state (embedding, each layer, head).
+  void add_communication(PlanEditor& plan, int32_t axis, const StateBytes& state) const {
+    for (pp_scope scope : kStateScopes) {
+      const double weights = state.weights[scope], gradients = state.gradients[scope];
+      if (weights <= 0) continue;
+      switch (stage_) {
+        case 0:
+          add(plan, axis, scope, "grad_all_reduce", PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD, PP_PER_STEP, gradients);
+          break;
+        case 1:
+        case 2:
+          add(plan, axis, scope, "grad_reduce_scatter", PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD,
+              stage_ == 1 ? PP_PER_STEP : PP_PER_MICRO_BATCH, gradients);
+          add(plan, axis, scope, "param_all_gather", PP_COLLECTIVE_ALL_GATHER, PP_PHASE_STEP, PP_PER_STEP, weights);
+          break;
+        default:
+          add(plan, axis, scope, "param_all_gather", PP_COLLECTIVE_ALL_GATHER, PP_PHASE_FORWARD, PP_PER_MICRO_BATCH, weights);
+          add(plan, axis, scope, "param_all_gather", PP_COLLECTIVE_ALL_GATHER, PP_PHASE_BACKWARD, PP_PER_MICRO_BATCH, weights);
+          add(plan, axis, scope, "grad_reduce_scatter", PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD,
+              PP_PER_MICRO_BATCH, gradients);
+          break;
+      }
+    }
+  }
+
+  std::string owner_;
+  int64_t stage_;
+  bool overlap_;
+};
+
+}  // namespace paraplan::strategies

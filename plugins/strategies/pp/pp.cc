@@ -1,0 +1,164 @@
+// pp: pipeline parallelism. The model's layers are cut into p stages on the "pp" mesh axis; each
+// stage's ranks run their layers for every micro-batch in an order the schedule fixes, passing
+// activations to the next stage and gradients back to the previous one.
+//
+// What this strategy writes into the plan:
+//   * the axis "pp" of degree p (p multiplies the GPU count);
+//   * the stage layout (stage_layout.h): layers per stage, the embedding on stage 0, the head on
+//     the last; the executor counts LAYER ops and memory once per layer a stage holds;
+//   * the schedule (schedule.h): bubble fraction, activation sets in flight on stage 0 (the
+//     executor multiplies each stage's activations per micro-batch by it) and the exact
+//     per-stage order of (micro-batch, chunk, phase);
+//   * the point-to-point traffic: per micro-batch, one send of the layer input tensor forward
+//     and one of its gradient backward at each of the v chunk boundaries of a rank, on the
+//     critical path. Its size is the plan's own layer-input activation item
+//     ("act.seq.attn_norm_input", or "act.seq.layer_input" under full recompute), 2·s·b·h bytes,
+//     already divided by sequence or context parallelism when those ran first (apply order 40
+//     follows TP 20 and SP/CP 30). A middle stage moves 2 · m · v · 2·s·b·h bytes per step.
+// Layers, gradients and optimizer state need no division here: the executor counts per-layer
+// items per layer held, and the data-parallel strategy (order 50) shards what it finds.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "paraplan/sdk.hpp"
+#include "schedule.h"
+#include "stage_layout.h"
+
+namespace {
+
+constexpr const char* kName = "pp";
+constexpr int64_t kMaxSteps = int64_t{1} << 26;  // 1 GiB of pp_schedule_step
+
+pp_schedule_kind schedule_kind(const std::string& name) {
+  if (name == "gpipe") return PP_SCHEDULE_GPIPE;
+  if (name == "interleaved-1f1b") return PP_SCHEDULE_INTERLEAVED_1F1B;
+  if (name == "zero-bubble") return PP_SCHEDULE_ZERO_BUBBLE;
+  return PP_SCHEDULE_1F1B;
+}
+
+class PipelineParallel : public paraplan::Strategy {
+ public:
+  static constexpr int32_t apply_order = 40;
+  static constexpr uint32_t flags = 0;
+
+  static paraplan::PluginInfo info() {
+    return {
+        kName,
+        "1.0.0",
+        "Pipeline parallelism: layers split into stages, GPipe, 1F1B, interleaved 1F1B or zero-bubble (ZB-H1) "
+        "schedules",
+        {paraplan::ParamSpec::Enum("schedule", {"gpipe", "1f1b", "interleaved-1f1b", "zero-bubble"}, "1f1b",
+                                   "pipeline schedule: gpipe, 1f1b (PipeDream-Flush), interleaved-1f1b (Megatron-LM "
+                                   "virtual stages) or zero-bubble (ZB-H1)"),
+         paraplan::ParamSpec::Int("virtual_stages", 1,
+                                  "model chunks per rank; more than 1 only with schedule = \"interleaved-1f1b\"")
+             .at_least(1),
+         paraplan::ParamSpec::Int("first_stage_layers", 0,
+                                  "layers on the first stage (which also runs the embedding); 0 = its even share")
+             .at_least(0),
+         paraplan::ParamSpec::Int("last_stage_layers", 0,
+                                  "layers on the last stage (which also runs the output head); 0 = its even share")
+             .at_least(0)}};
+  }
+
+  explicit PipelineParallel(const paraplan::Params& params)
+      : schedule_name_(params.string_value("schedule")),
+        schedule_(schedule_kind(schedule_name_)),
+        virtual_stages_(params.int_value("virtual_stages")),
+        first_stage_layers_(params.int_value("first_stage_layers")),
+        last_stage_layers_(params.int_value("last_stage_layers")) {}
+
+  void validate(const paraplan::StrategyContext& context) override {
+    if (schedule_ == PP_SCHEDULE_INTERLEAVED_1F1B && virtual_stages_ < 2)
+      throw paraplan::ConstraintError(
+          "schedule \"interleaved-1f1b\" needs virtual_stages >= 2 model chunks per rank, but virtual_stages = " +
+          std::to_string(virtual_stages_));
+    if (schedule_ != PP_SCHEDULE_INTERLEAVED_1F1B && virtual_stages_ > 1)
+      throw paraplan::ConstraintError("virtual_stages = " + std::to_string(virtual_stages_) +
+                                      " needs schedule \"interleaved-1f1b\", but schedule = \"" + schedule_name_ +
+                                      "\"");
+    layout(context);  // throws when the layers cannot be split as asked
+  }
+
+  void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
+    const int64_t p = context.degree;
+    const int32_t axis = plan.add_axis(kName, p, kName);
+    const paraplan::PlanView view = plan.view();
+    const int64_t m = view.pipeline().micro_batches;
+    if (schedule_ == PP_SCHEDULE_INTERLEAVED_1F1B && m % p != 0)
+      throw paraplan::ConstraintError(
+          "schedule \"interleaved-1f1b\" needs the micro-batches per step to be a multiple of pp = " +
+          std::to_string(p) + ", but global_batch " + std::to_string(context.training.global_batch) +
+          " / (micro_batch " + std::to_string(context.training.micro_batch) + " x data-parallel size " +
+          std::to_string(view.data_parallel_size()) + ") = " + std::to_string(m));
+    // The schedule lists every pass of every stage; keep it to a size a simulator can walk.
+    const pp_strategy::ScheduleShape shape{schedule_, p, m, virtual_stages_};
+    if (m * virtual_stages_ > std::numeric_limits<int32_t>::max() ||
+        pp_strategy::steps_per_stage(shape) > kMaxSteps / p)
+      throw paraplan::ConstraintError(std::to_string(m) + " micro-batches per step on " + std::to_string(p) +
+                                      " stages make a schedule of more than " + std::to_string(kMaxSteps) + " steps");
+
+    const std::vector<int64_t> layers = layout(context);
+    std::vector<pp_stage> stages;
+    for (size_t stage = 0; stage < layers.size(); ++stage)
+      stages.push_back(pp_stage{sizeof(pp_stage), layers[stage], stage == 0, stage + 1 == layers.size(),
+                                pp_strategy::in_flight_micro_batches(shape, static_cast<int64_t>(stage))});
+    pp_pipeline pipeline = view.pipeline();
+    pipeline.struct_size = sizeof(pp_pipeline);
+    pipeline.schedule = schedule_;
+    pipeline.stages = p;
+    pipeline.virtual_stages = virtual_stages_;
+    pipeline.micro_batches = m;
+    pipeline.bubble_fraction = pp_strategy::bubble_fraction(shape);
+    pipeline.in_flight_micro_batches = pp_strategy::in_flight_micro_batches(shape);
+    plan.set_pipeline(pipeline, stages);
+    plan.set_schedule(pp_strategy::schedule_steps(shape));
+
+    if (p > 1) add_point_to_point(plan, axis);
+  }
+
+ private:
+  std::vector<int64_t> layout(const paraplan::StrategyContext& context) const {
+    return pp_strategy::split_layers(
+        {context.model.layers, context.degree, first_stage_layers_, last_stage_layers_, virtual_stages_});
+  }
+
+  // The tensor that crosses a stage boundary is a layer's input (its gradient going back).
+  static double boundary_bytes(const paraplan::PlanView& view) {
+    for (std::string_view name : {"act.seq.attn_norm_input", "act.seq.layer_input"})
+      for (const pp_memory_item& item : view.memory())
+        if (item.scope == PP_SCOPE_LAYER && name == item.name) return item.bytes;
+    throw paraplan::Error(
+        PP_ERROR_UNSUPPORTED,
+        "the plan has no layer-input activation item (act.seq.attn_norm_input or act.seq.layer_input) "
+        "to size the pipeline's point-to-point sends");
+  }
+
+  void add_point_to_point(paraplan::PlanEditor& plan, int32_t axis) const {
+    const double bytes = boundary_bytes(plan.view());  // a fresh view: the edits above invalidate older ones
+    auto send = [&](const char* name, pp_phase phase) {
+      pp_op op = paraplan::make_op(PP_OP_SEND_RECV, phase, PP_SCOPE_STEP, name, kName);
+      op.frequency = PP_PER_MICRO_BATCH;
+      op.axis = axis;
+      op.bytes = bytes;
+      op.repeat = static_cast<uint32_t>(virtual_stages_);
+      op.overlap = PP_OVERLAP_NONE;
+      plan.append_op(op);
+    };
+    send("send_activations", PP_PHASE_FORWARD);
+    send("send_gradients", PP_PHASE_BACKWARD);
+  }
+
+  std::string schedule_name_;
+  pp_schedule_kind schedule_;
+  int64_t virtual_stages_;
+  int64_t first_stage_layers_;
+  int64_t last_stage_layers_;
+};
+
+}  // namespace
+
+PARAPLAN_PLUGIN(PipelineParallel)

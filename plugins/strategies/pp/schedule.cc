@@ -1,0 +1,129 @@
+// schedule.cc: bubble, in-flight activations and step order of each schedule (see schedule.h).
+#include "schedule.h"
+
+#include <algorithm>
+
+namespace pp_strategy {
+namespace {
+
+// Collects one stage's steps.
+class StageSteps {
+ public:
+  StageSteps(std::vector<pp_schedule_step>& out, int64_t stage) : out_(out), stage_(static_cast<int32_t>(stage)) {}
+  void add(int64_t micro_batch, int64_t chunk, pp_phase phase) {
+    out_.push_back(pp_schedule_step{sizeof(pp_schedule_step), stage_, static_cast<int32_t>(micro_batch),
+                                    static_cast<int32_t>(chunk), phase});
+  }
+
+ private:
+  std::vector<pp_schedule_step>& out_;
+  int32_t stage_;
+};
+
+void gpipe(const ScheduleShape& shape, StageSteps& steps) {
+  for (int64_t micro_batch = 0; micro_batch < shape.micro_batches; ++micro_batch)
+    steps.add(micro_batch, 0, PP_PHASE_FORWARD);
+  for (int64_t micro_batch = 0; micro_batch < shape.micro_batches; ++micro_batch)
+    steps.add(micro_batch, 0, PP_PHASE_BACKWARD);
+}
+
+// 1F1B; with split_weight_gradient, ZB-H1: each backward is B then a W that may be deferred.
+void one_forward_one_backward(const ScheduleShape& shape, int64_t stage, bool split_weight_gradient,
+                              StageSteps& steps) {
+  const int64_t m = shape.micro_batches;
+  const int64_t warmup = warmup_forwards(shape, stage);
+  const int64_t deferred_limit = stage;  // ZB-H1: stage s may owe s weight-gradient passes
+  int64_t next_weight_gradient = 0;
+  auto backward = [&](int64_t micro_batch) {
+    steps.add(micro_batch, 0, PP_PHASE_BACKWARD);
+    if (!split_weight_gradient) return;
+    if (micro_batch + 1 - next_weight_gradient > deferred_limit)
+      steps.add(next_weight_gradient++, 0, PP_PHASE_WEIGHT_GRADIENT);
+  };
+  for (int64_t micro_batch = 0; micro_batch < warmup; ++micro_batch) steps.add(micro_batch, 0, PP_PHASE_FORWARD);
+  for (int64_t micro_batch = 0; micro_batch < m; ++micro_batch) {
+    if (warmup + micro_batch < m) steps.add(warmup + micro_batch, 0, PP_PHASE_FORWARD);
+    backward(micro_batch);
+  }
+  while (split_weight_gradient && next_weight_gradient < m)
+    steps.add(next_weight_gradient++, 0, PP_PHASE_WEIGHT_GRADIENT);
+}
+
+// Megatron-LM's mapping of the k-th chunk pass to (micro-batch, chunk).
+struct ChunkPass {
+  int64_t micro_batch, chunk;
+};
+ChunkPass chunk_pass(const ScheduleShape& shape, int64_t k, bool forward) {
+  const int64_t p = shape.stages, v = shape.virtual_stages;
+  const int64_t chunk = (k % (p * v)) / p;
+  return {(k / (p * v)) * p + k % p, forward ? chunk : v - 1 - chunk};
+}
+
+void interleaved(const ScheduleShape& shape, int64_t stage, StageSteps& steps) {
+  const int64_t total = shape.micro_batches * shape.virtual_stages;
+  const int64_t warmup = warmup_forwards(shape, stage);
+  auto run = [&](int64_t k, bool forward) {
+    ChunkPass pass = chunk_pass(shape, k, forward);
+    steps.add(pass.micro_batch, pass.chunk, forward ? PP_PHASE_FORWARD : PP_PHASE_BACKWARD);
+  };
+  for (int64_t k = 0; k < warmup; ++k) run(k, true);
+  for (int64_t k = 0; k < total; ++k) {
+    if (warmup + k < total) run(warmup + k, true);
+    run(k, false);
+  }
+}
+
+}  // namespace
+
+double bubble_fraction(const ScheduleShape& shape) {
+  const double p = static_cast<double>(shape.stages), m = static_cast<double>(shape.micro_batches);
+  const double v = static_cast<double>(shape.virtual_stages);
+  switch (shape.kind) {
+    case PP_SCHEDULE_INTERLEAVED_1F1B: return (p - 1.0) / (v * m);
+    case PP_SCHEDULE_ZERO_BUBBLE: return (p - 1.0) / (3.0 * m);
+    case PP_SCHEDULE_NONE: return 0.0;
+    default: return (p - 1.0) / m;
+  }
+}
+
+double in_flight_micro_batches(const ScheduleShape& shape, int64_t stage) {
+  const int64_t p = shape.stages, m = shape.micro_batches, v = shape.virtual_stages;
+  switch (shape.kind) {
+    case PP_SCHEDULE_GPIPE: return static_cast<double>(m);
+    case PP_SCHEDULE_INTERLEAVED_1F1B: {
+      const int64_t chunk_sets = std::min(warmup_forwards(shape, stage) + 1, m * v);
+      return static_cast<double>(chunk_sets) / static_cast<double>(v);
+    }
+    default: return static_cast<double>(std::min(p - stage, m));  // warm-up forwards + the one in flight
+  }
+}
+
+int64_t warmup_forwards(const ScheduleShape& shape, int64_t stage) {
+  const int64_t p = shape.stages, m = shape.micro_batches, v = shape.virtual_stages;
+  switch (shape.kind) {
+    case PP_SCHEDULE_GPIPE: return m;
+    case PP_SCHEDULE_INTERLEAVED_1F1B: return std::min((p - stage - 1) * 2 + (v - 1) * p, m * v);
+    default: return std::min(p - stage - 1, m);
+  }
+}
+
+int64_t steps_per_stage(const ScheduleShape& shape) {
+  return shape.micro_batches * shape.virtual_stages * (shape.kind == PP_SCHEDULE_ZERO_BUBBLE ? 3 : 2);
+}
+
+std::vector<pp_schedule_step> schedule_steps(const ScheduleShape& shape) {
+  std::vector<pp_schedule_step> out;
+  out.reserve(static_cast<size_t>(shape.stages * steps_per_stage(shape)));
+  for (int64_t stage = 0; stage < shape.stages; ++stage) {
+    StageSteps steps(out, stage);
+    switch (shape.kind) {
+      case PP_SCHEDULE_GPIPE: gpipe(shape, steps); break;
+      case PP_SCHEDULE_INTERLEAVED_1F1B: interleaved(shape, stage, steps); break;
+      case PP_SCHEDULE_ZERO_BUBBLE: one_forward_one_backward(shape, stage, true, steps); break;
+      default: one_forward_one_backward(shape, stage, false, steps); break;
+    }
+  }
+  return out;
+}
+
+}  // namespace pp_strategy

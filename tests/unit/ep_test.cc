@@ -1,0 +1,219 @@
+// Expert parallelism through the whole pipeline (recipe -> ep + fsdp -> analytic executor), on
+// Mixtral 8x7B (Jiang et al. 2024, Table 1: 32 layers, h = 4096, SwiGLU experts of width 14336,
+// 8 experts, top-2, GQA with 8 KV heads, vocabulary 32000) at a 4K sequence.
+#include <cmath>
+
+#include "test_support.h"
+
+namespace paraplan::host {
+namespace {
+
+using test::expect_error;
+
+const double kLayers = 32, kHidden = 4096, kExpertFfn = 14336, kExperts = 8, kTopK = 2, kVocab = 32000;
+const double kSeq = 4096;
+// Ψ by hand. Experts: 3 SwiGLU matrices of h x f each, 8 per layer. Dense: attention (Q and O are
+// h x h, K and V h x 1024 with 8 KV heads of 128), the router (h x 8), two norm vectors; the
+// untied embedding and output matrices and the final norm.
+const double kExpertParameters = kLayers * kExperts * 3 * kHidden * kExpertFfn;
+const double kDenseParameters =
+    kLayers * (2 * kHidden * kHidden + 2 * kHidden * 1024 + kHidden * kExperts + 2 * kHidden) + 2 * kVocab * kHidden +
+    kHidden;
+
+std::string mixtral_recipe(int gpus, const std::string& ep_keys, int global_batch = 32,
+                           const std::string& training = "", const std::string& fsdp_keys = "") {
+  return "[model]\npreset = \"mixtral-8x7b\"\nseq_len = 4096\n"
+         "[training]\nglobal_batch = " +
+         std::to_string(global_batch) + "\nmicro_batch = 1\n" + training +
+         "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = " + std::to_string(gpus) +
+         "\n[[strategy]]\nname = \"ep\"\n" + ep_keys + "[[strategy]]\nname = \"fsdp\"\n" + fsdp_keys;
+}
+
+double ep_bytes(const std::string& recipe) {
+  return test::evaluate_recipe(recipe).number("comm.ep.bytes_per_gpu_per_step");
+}
+
+const pp_op& find_op(const test::Evaluated& evaluated, const std::string& name, pp_phase phase) {
+  for (const pp_op& op : evaluated.composed.plan->op_list())
+    if (name == op.name && op.phase == phase) return op;
+  throw std::runtime_error("no op " + name);
+}
+
+TEST(ExpertParallel, MixtralHasItsPublishedParameterCount) {
+  EXPECT_NEAR((kExpertParameters + kDenseParameters) / 1e9, 46.7, 0.05);  // Jiang et al.: 46.7B total
+}
+
+TEST(ExpertParallel, EachRankHoldsAnEighthOfTheExperts) {
+  // fsdp stage 0 replicates everything else, so per GPU: all dense state + 1/8 of the experts,
+  // 2 + 4 (fp32 main grads) + 12 bytes per parameter.
+  test::Evaluated evaluated = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\n"));
+  const double held = kDenseParameters + kExpertParameters / 8;
+  EXPECT_NEAR(evaluated.number("memory.parameters_bytes"), 2 * held, 1e-9 * 2 * held);
+  EXPECT_NEAR(evaluated.number("memory.gradients_bytes"), 4 * held, 1e-9 * 4 * held);
+  EXPECT_NEAR(evaluated.number("memory.optimizer_bytes"), 12 * held, 1e-9 * 12 * held);
+  // Expert weights alone: 1.41e9 parameters per layer, 176M per GPU, 11.3 GB over 32 layers.
+  EXPECT_NEAR(2 * kExpertParameters / 8 / 1e9, 11.27, 0.01);
+}
+
+TEST(ExpertParallel, ExpertsShardOverExpertDataParallelism) {
+  // 16 GPUs, ep = 8: edp = 2, so ZeRO-3 divides expert state by 2 and dense state by 16
+  // (2-byte gradients: 16 bytes per parameter).
+  test::Evaluated evaluated =
+      test::evaluate_recipe(mixtral_recipe(16, "degree = 8\n", 32, "main_grads = \"bf16\"\n", "stage = 3\n"));
+  const double state = 16 * (kDenseParameters / 16 + kExpertParameters / 8 / 2);
+  EXPECT_NEAR(evaluated.number("memory.parameters_bytes") + evaluated.number("memory.gradients_bytes") +
+                  evaluated.number("memory.optimizer_bytes"),
+              state, 1e-9 * state);
+  // ep is the inner child of dp: its 8 ranks are neighbours on one NVLink node; edp strides over it.
+  EXPECT_EQ(evaluated.number("plan.mesh.ep"), 8);
+  EXPECT_EQ(evaluated.number("plan.mesh.edp"), 2);
+  for (const pp_mesh_axis& axis : evaluated.composed.plan->axes()) {
+    if (std::string(axis.name) == "ep") {
+      EXPECT_EQ(axis.stride, 1);
+    } else if (std::string(axis.name) == "edp") {
+      EXPECT_EQ(axis.stride, 8);
+    }
+  }
+}
+
+// The seed claim: "Mixtral 8x7B with 8 experts on 8 GPUs, batch 32, 4K sequence: 1 GB all-to-all
+// per MoE layer, 32 GB per step". It holds if "batch 32" is the global batch (4 sequences per
+// GPU, here 4 micro-batches of 1), the four all-to-alls of a layer (dispatch and combine, forward
+// and backward) are counted, each at its full buffer size, and GB means GiB:
+//   one all-to-all: 4096 tokens x top-2 x 4096 x 2 bytes = 2^26 B = 64 MiB
+//   per layer and step: 4 micro-batches x 4 all-to-alls x 64 MiB = 1 GiB; 32 layers: 32 GiB.
+// paraplan reports what a GPU puts on the wire (nccl-tests bus bytes): 7/8 of each buffer stays
+// off the GPU, 28 GiB = 30.06 GB per step.
+TEST(ExpertParallel, MixtralAllToAllVolumeMatchesTheSeedClaim) {
+  test::Evaluated evaluated = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\n"));
+  const double per_all_to_all = kSeq * kTopK * kHidden * 2;
+  EXPECT_EQ(per_all_to_all, std::pow(2.0, 26));
+  EXPECT_EQ(find_op(evaluated, "ep_dispatch", PP_PHASE_FORWARD).bytes, per_all_to_all);
+  EXPECT_EQ(find_op(evaluated, "ep_combine", PP_PHASE_BACKWARD).bytes, per_all_to_all);
+  EXPECT_EQ(find_op(evaluated, "ep_dispatch", PP_PHASE_FORWARD).collective, PP_COLLECTIVE_ALL_TO_ALL);
+
+  const double micro_batches = 32.0 / 8;
+  EXPECT_EQ(evaluated.number("plan.num_micro_batches"), micro_batches);
+  const double buffer_per_layer = micro_batches * 4 * per_all_to_all;
+  EXPECT_EQ(buffer_per_layer, std::pow(2.0, 30));                   // the claim's "1 GB" per layer
+  EXPECT_EQ(kLayers * buffer_per_layer, 32 * std::pow(2.0, 30));     // and "32 GB" per step
+  const double on_wire = kLayers * buffer_per_layer * 7 / 8;
+  EXPECT_NEAR(evaluated.number("comm.ep.bytes_per_gpu_per_step"), on_wire, 1e-9 * on_wire);
+  EXPECT_NEAR(on_wire / 1e9, 30.06, 0.01);
+}
+
+TEST(ExpertParallel, FullRecomputeRunsTheForwardPairAgain) {
+  double plain = ep_bytes(mixtral_recipe(8, "degree = 8\n"));
+  double full = ep_bytes(mixtral_recipe(8, "degree = 8\n", 32, "recompute = \"full\"\n"));
+  EXPECT_NEAR(full / plain, 6.0 / 4.0, 1e-12);
+  double selective = ep_bytes(mixtral_recipe(8, "degree = 8\n", 32, "recompute = \"selective\"\n"));
+  EXPECT_NEAR(selective / plain, 1.0, 1e-12);
+}
+
+TEST(ExpertParallel, CapacityFactorSizesTheBuffers) {
+  double base = ep_bytes(mixtral_recipe(8, "degree = 8\n"));
+  // Padded to capacity: the buffers are capacity_factor x the mean, imbalance or not.
+  EXPECT_NEAR(ep_bytes(mixtral_recipe(8, "degree = 8\ncapacity_factor = 1.25\nimbalance = 0.5\n")) / base, 1.25, 1e-12);
+  // Unpadded: the busiest rank's tokens, capped by the capacity.
+  EXPECT_NEAR(ep_bytes(mixtral_recipe(8, "degree = 8\ncapacity_factor = 1.25\npad_to_capacity = false\n"
+                                         "imbalance = 0.2\n")) / base, 1.2, 1e-12);
+  EXPECT_NEAR(ep_bytes(mixtral_recipe(8, "degree = 8\ncapacity_factor = 1.25\npad_to_capacity = false\n"
+                                         "imbalance = 0.5\n")) / base, 1.25, 1e-12);
+  // Dropless: everything the busiest rank is sent.
+  EXPECT_NEAR(ep_bytes(mixtral_recipe(8, "degree = 8\ncapacity_factor = 0\nimbalance = 0.3\n")) / base, 1.3, 1e-12);
+}
+
+TEST(ExpertParallel, AllGatherDispatcherMovesExpertsOverTopKTimesTheBytes) {
+  // Every rank gathers the group's tokens once (e x tokens x h x 2 buffer, (e-1)/e of it on the
+  // wire) instead of sending top_k copies of its own: (e-1) / ((e-1)/e x top_k) = e / top_k = 4.
+  test::Evaluated gathered = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\ndispatcher = \"allgather\"\n"));
+  EXPECT_NEAR(gathered.number("comm.ep.bytes_per_gpu_per_step") / ep_bytes(mixtral_recipe(8, "degree = 8\n")), 4.0,
+              1e-12);
+  EXPECT_EQ(find_op(gathered, "ep_dispatch", PP_PHASE_FORWARD).collective, PP_COLLECTIVE_ALL_GATHER);
+  EXPECT_EQ(find_op(gathered, "ep_combine", PP_PHASE_FORWARD).collective, PP_COLLECTIVE_REDUCE_SCATTER);
+  EXPECT_EQ(find_op(gathered, "ep_dispatch", PP_PHASE_BACKWARD).collective, PP_COLLECTIVE_REDUCE_SCATTER);
+  EXPECT_EQ(find_op(gathered, "ep_combine", PP_PHASE_BACKWARD).collective, PP_COLLECTIVE_ALL_GATHER);
+}
+
+TEST(ExpertParallel, ImbalanceSlowsTheStepByTheExpertShare) {
+  // Dropless, so the busiest rank computes and receives 1.2x the mean routed tokens.
+  test::Evaluated even = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\ncapacity_factor = 0\n"));
+  test::Evaluated skewed = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\ncapacity_factor = 0\nimbalance = 0.2\n"));
+
+  // The expert work of one step by hand on an H100 SXM (hardware/h100_sxm.cc): GEMMs at
+  // 989.4 TFLOP/s x 0.70 (a GEMM's fixed overhead does not grow with m, so it cancels in the
+  // difference), the SwiGLU activation memory-bound at 3.35 TB/s x 0.85. Per layer and
+  // micro-batch, m = 4096 x 2 routed tokens: 3 GEMMs of 2·m·f·h forward, twice that backward;
+  // the activation reads and writes 3 x 2 x m x f bytes forward, twice that backward.
+  const double m = kSeq * kTopK, steps = kLayers * 4;
+  const double gemm_s = 3 * (3 * 2 * m * kExpertFfn * kHidden) / (989.4e12 * 0.70);
+  const double activation_s = 3 * (3 * 2 * m * kExpertFfn) / (3350e9 * 0.85);
+  const double expert_compute_s = steps * (gemm_s + activation_s);
+  EXPECT_NEAR(skewed.number("time.compute_s") - even.number("time.compute_s"), 0.2 * expert_compute_s,
+              1e-6 * expert_compute_s);
+  // The all-to-alls carry 0.2x more too: 4 per layer and micro-batch, 7/8 of the buffer over
+  // NVLink at 450 GB/s x 0.80 (the latency term does not grow).
+  const double all_to_all_s = steps * 4 * (7.0 / 8) * (m * kHidden * 2) / (450e9 * 0.80);
+  EXPECT_NEAR(skewed.number("time.exposed_comm_s.ep") - even.number("time.exposed_comm_s.ep"), 0.2 * all_to_all_s,
+              1e-6 * all_to_all_s);
+  // Nothing else changes: the step grows by exactly those two.
+  EXPECT_NEAR(skewed.number("time.step_s") - even.number("time.step_s"), 0.2 * (expert_compute_s + all_to_all_s),
+              1e-6 * expert_compute_s);
+  // With padded capacity buffers the pace is the capacity, not the skew: imbalance drops tokens.
+  EXPECT_EQ(test::evaluate_recipe(mixtral_recipe(8, "degree = 8\nimbalance = 0.2\n")).number("time.step_s"),
+            test::evaluate_recipe(mixtral_recipe(8, "degree = 8\n")).number("time.step_s"));
+}
+
+TEST(ExpertParallel, SharedExpertsStayOnEveryRank) {
+  // 8 routed experts over ep = 4 and one shared expert: each rank holds 2 + 1 experts; the shared
+  // one is split off so data parallelism treats it as dense state.
+  const std::string recipe =
+      "[model]\nlayers = 2\nhidden = 1024\nheads = 8\nvocab = 1000\nseq_len = 512\nffn_type = \"swiglu\"\nffn_hidden = 512\n"
+      "moe_experts = 8\nmoe_top_k = 2\nmoe_ffn_hidden = 512\nmoe_shared_experts = 1\n"
+      "[training]\nglobal_batch = 4\nmicro_batch = 1\n[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 4\n"
+      "[[strategy]]\nname = \"ep\"\ndegree = 4\n";
+  test::Evaluated evaluated = test::evaluate_recipe(recipe);
+  const double expert = 3 * 1024.0 * 512;
+  double routed = 0, shared = 0;
+  for (const pp_memory_item& item : evaluated.composed.plan->memory_items()) {
+    if (std::string(item.name) == "weights.experts") routed = item.bytes;
+    if (std::string(item.name) == "weights.shared_experts") shared = item.bytes;
+  }
+  EXPECT_DOUBLE_EQ(routed, 2 * 2 * expert);
+  EXPECT_DOUBLE_EQ(shared, 2 * 1 * expert);
+  // The shared expert's tokens stay home: the expert GEMMs see 512 x (2 routed + 1 shared) tokens,
+  // and only the routed copies travel.
+  EXPECT_EQ(find_op(evaluated, "expert_up", PP_PHASE_FORWARD).m, 512 * 3);
+  EXPECT_EQ(find_op(evaluated, "ep_dispatch", PP_PHASE_FORWARD).bytes, 512 * 2 * 1024 * 2 * 1.0);
+}
+
+TEST(ExpertParallel, RouterAuxiliaryLossIsAMemoryPass) {
+  test::Evaluated evaluated = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\n"));
+  const pp_op& forward = find_op(evaluated, "router_aux_loss", PP_PHASE_FORWARD);
+  EXPECT_EQ(forward.kind, PP_OP_MEMORY);
+  EXPECT_EQ(forward.bytes, kSeq * kExperts * 4 * 2);
+  EXPECT_EQ(find_op(evaluated, "router_aux_loss", PP_PHASE_BACKWARD).bytes, 2 * forward.bytes);
+}
+
+TEST(ExpertParallel, RefusesADenseModel) {
+  expect_error<PlanError>(
+      [] {
+        test::evaluate_recipe(
+            "[model]\npreset = \"llama2-7b\"\n[training]\nglobal_batch = 8\n[cluster]\nhardware = \"h100-sxm\"\n"
+            "num_gpus = 8\n[[strategy]]\nname = \"ep\"\ndegree = 2\n");
+      },
+      {"strategy[0] 'ep'", "mixture-of-experts", "'llama2-7b' is dense"});
+}
+
+TEST(ExpertParallel, DegreeMustDivideTheExperts) {
+  expect_error<PlanError>([] { test::evaluate_recipe(mixtral_recipe(6, "degree = 3\n", 6)); },
+                          {"ep = 3 must divide moe_experts = 8"});
+}
+
+TEST(ExpertParallel, DegreeMustDivideDataParallelism) {
+  expect_error<PlanError>([] { test::evaluate_recipe(mixtral_recipe(2, "degree = 4\n", 2)); },
+                          {"ep = 4 must divide the data-parallel size 2"});
+}
+
+}  // namespace
+}  // namespace paraplan::host

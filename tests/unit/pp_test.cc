@@ -1,0 +1,380 @@
+// Pipeline parallelism through the whole pipeline (recipe -> pp plugin -> analytic executor),
+// against hand derivations: the bubble fractions of Narayanan et al. 2021 and Qi et al. 2023
+// (ZB-H1), activation memory in flight (Korthikanti et al. 2022), the stage layouts, the exact
+// step order of every schedule (replayed here under the pipeline's data dependencies) and the
+// point-to-point volume.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "test_support.h"
+
+namespace paraplan::host {
+namespace {
+
+using test::expect_error;
+
+// A small GPT: 32 layers of width 1024, a 4h GELU MLP, 1024-token sequences.
+std::string small_recipe(int gpus, int global_batch, const std::string& pp_keys, int layers = 32) {
+  return "[model]\nlayers = " + std::to_string(layers) +
+         "\nhidden = 1024\nheads = 16\nvocab = 8192\nseq_len = 1024\n"
+         "[training]\nglobal_batch = " +
+         std::to_string(global_batch) +
+         "\nmicro_batch = 1\n"
+         "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = " +
+         std::to_string(gpus) + "\n[[strategy]]\nname = \"pp\"\n" + pp_keys;
+}
+
+// pp = p on p GPUs: data-parallel size 1, so the micro-batches per step are global_batch.
+std::string pipeline(int p, int micro_batches, const std::string& schedule, int virtual_stages = 1, int layers = 32) {
+  return small_recipe(p, micro_batches,
+                      "degree = " + std::to_string(p) + "\nschedule = \"" + schedule +
+                          "\"\nvirtual_stages = " + std::to_string(virtual_stages) + "\n",
+                      layers);
+}
+
+std::vector<int64_t> stage_layers(const test::Evaluated& evaluated) {
+  std::vector<int64_t> layers;
+  for (const pp_stage& stage : evaluated.composed.plan->stages()) layers.push_back(stage.layers);
+  return layers;
+}
+
+std::vector<pp_schedule_step> steps_of(const test::Evaluated& evaluated, int stage) {
+  pp_plan_view_v1 view = evaluated.composed.plan->view();
+  std::vector<pp_schedule_step> steps;
+  for (uint64_t i = 0; i < view.step_count; ++i)
+    if (view.steps[i].stage == stage) steps.push_back(view.steps[i]);
+  return steps;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bubble fractions
+
+TEST(PipelineParallel, BubbleFractionsFollowNarayanan) {
+  // p = 8, m = 32: GPipe and 1F1B idle (p-1)/m = 7/32; interleaving with v = 2 halves it.
+  EXPECT_DOUBLE_EQ(test::evaluate_recipe(pipeline(8, 32, "1f1b")).number("pipeline.bubble_fraction"), 7.0 / 32);
+  EXPECT_DOUBLE_EQ(test::evaluate_recipe(pipeline(8, 32, "gpipe")).number("pipeline.bubble_fraction"), 7.0 / 32);
+  test::Evaluated interleaved = test::evaluate_recipe(pipeline(8, 32, "interleaved-1f1b", 2));
+  EXPECT_DOUBLE_EQ(interleaved.number("pipeline.bubble_fraction"), 7.0 / 64);
+  EXPECT_EQ(interleaved.number("pipeline.virtual_stages"), 2);
+  // ZB-H1: (p-1)(T_F + T_B - T_W) against 1F1B's (p-1)(T_F + T_B + T_W): a third with equal times.
+  double zero_bubble = test::evaluate_recipe(pipeline(8, 32, "zero-bubble")).number("pipeline.bubble_fraction");
+  EXPECT_LT(zero_bubble, 7.0 / 32);
+  EXPECT_DOUBLE_EQ(zero_bubble, 7.0 / 96);
+}
+
+TEST(PipelineParallel, BubbleTimeIsTheFractionOfTheSteadyState) {
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(8, 32, "1f1b"));
+  EXPECT_EQ(evaluated.number("plan.mesh.pp"), 8);
+  EXPECT_EQ(evaluated.number("pipeline.stages"), 8);
+  // No data parallelism (dp = 1), so the slowest stage's micro-batch takes its compute plus its
+  // point-to-point sends, both on the critical path: bubble = (p-1)/m x m x that time.
+  const double compute = evaluated.number("time.compute_s"), sends = evaluated.number("time.exposed_comm_s.pp");
+  EXPECT_GT(sends, 0.0);
+  EXPECT_NEAR(evaluated.number("time.bubble_s"), 7.0 / 32 * (compute + sends), 1e-12);
+  EXPECT_NEAR(evaluated.number("time.step_s"),
+              compute + sends + evaluated.number("time.bubble_s") + evaluated.number("time.optimizer_s"), 1e-12);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage layouts
+
+TEST(PipelineParallel, EvenLayoutGivesEveryStageItsShare) {
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(8, 8, "1f1b", 1, 80));
+  EXPECT_EQ(stage_layers(evaluated), std::vector<int64_t>(8, 10));
+  const std::vector<pp_stage>& stages = evaluated.composed.plan->stages();
+  for (size_t i = 0; i < stages.size(); ++i) {
+    EXPECT_EQ(stages[i].has_embedding, i == 0) << "stage " << i;
+    EXPECT_EQ(stages[i].has_head, i == 7) << "stage " << i;
+  }
+}
+
+TEST(PipelineParallel, UnevenLayoutLightensTheEndStages) {
+  // 80 layers, first and last stage 4 each: 72 left for 6 stages, 12 each.
+  test::Evaluated both =
+      test::evaluate_recipe(small_recipe(8, 8, "degree = 8\nfirst_stage_layers = 4\nlast_stage_layers = 4\n", 80));
+  EXPECT_EQ(stage_layers(both), (std::vector<int64_t>{4, 12, 12, 12, 12, 12, 12, 4}));
+  // Only the first stage set: 77 left for the 7 others, 11 each.
+  test::Evaluated first = test::evaluate_recipe(small_recipe(8, 8, "degree = 8\nfirst_stage_layers = 3\n", 80));
+  EXPECT_EQ(stage_layers(first), (std::vector<int64_t>{3, 11, 11, 11, 11, 11, 11, 11}));
+  // Two stages: the requests must cover the model.
+  test::Evaluated two =
+      test::evaluate_recipe(small_recipe(2, 2, "degree = 2\nfirst_stage_layers = 30\nlast_stage_layers = 50\n", 80));
+  EXPECT_EQ(stage_layers(two), (std::vector<int64_t>{30, 50}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Activation memory in flight
+
+TEST(PipelineParallel, OneForwardOneBackwardKeepsPMicroBatchesOnTheFirstStage) {
+  // 18 layers on p = 4 with last_stage_layers = 3: 15 left for 3 stages, so stage 0 holds 5
+  // layers and the embedding (the fullest stage). m = 16 > p, so 1F1B keeps p = 4 in flight.
+  test::Evaluated evaluated = test::evaluate_recipe(small_recipe(4, 16, "degree = 4\nlast_stage_layers = 3\n", 18));
+  EXPECT_EQ(stage_layers(evaluated), (std::vector<int64_t>{5, 5, 5, 3}));
+  EXPECT_EQ(evaluated.number("memory.micro_batches_in_flight"), 4);
+  // Korthikanti et al. 2022 with flash attention and a 4h GELU MLP: 34·s·b·h bytes per layer
+  // (2-byte layer input, QKV input, Q, K, V, attention-output input, norm and MLP inputs = 8·2,
+  // GELU input and output 2·(4h)·2 = 16, two 1-byte dropout masks = 2). The first stage also
+  // keeps the embedding's 1-byte dropout mask.
+  const double sbh = 1024.0 * 1 * 1024;
+  const double per_layer = 34 * sbh, embedding_mask = sbh;
+  EXPECT_NEAR(evaluated.number("memory.activations_bytes"), 4 * (5 * per_layer + embedding_mask), 1.0);
+}
+
+TEST(PipelineParallel, GPipeKeepsEveryMicroBatchInFlight) {
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 16, "gpipe"));
+  EXPECT_EQ(evaluated.number("memory.micro_batches_in_flight"), 16);
+  test::Evaluated few = test::evaluate_recipe(pipeline(4, 2, "1f1b"));  // m < p: all of them
+  EXPECT_EQ(few.number("memory.micro_batches_in_flight"), 2);
+}
+
+TEST(PipelineParallel, InterleavingKeepsMoreInFlight) {
+  // Korthikanti et al. 2022: the first stage keeps p·(1 + (p-1)/(p·v)) = 4·(1 + 3/8) = 5.5
+  // stage-sets of activations (11 chunk sets of half a stage).
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 16, "interleaved-1f1b", 2));
+  EXPECT_DOUBLE_EQ(evaluated.number("memory.micro_batches_in_flight"), 5.5);
+  // With m = p = 4 there are only m·v = 8 chunk forwards, all of them warm-up: 8 halves = 4.
+  test::Evaluated few = test::evaluate_recipe(pipeline(4, 4, "interleaved-1f1b", 2));
+  EXPECT_DOUBLE_EQ(few.number("memory.micro_batches_in_flight"), 4.0);
+  // Zero-bubble (ZB-H1) keeps what 1F1B keeps.
+  EXPECT_EQ(test::evaluate_recipe(pipeline(4, 16, "zero-bubble")).number("memory.micro_batches_in_flight"), 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schedule steps
+
+using StepKey = std::tuple<int, int, int, int>;  // stage, micro-batch, chunk, phase
+
+// Replays every stage's steps in order under the pipeline's data dependencies, one step at a
+// time per stage, with unit-free durations, and returns the time the last stage finishes.
+// Model chunk c of stage s is virtual stage c·p + s; a forward needs the previous virtual
+// stage's forward, a backward needs its own forward and the next virtual stage's backward,
+// a weight-gradient pass needs its own backward. Fails the test on a deadlock or a repeat.
+double replay(const pp_plan_view_v1& view, double forward_s, double backward_s, double weight_gradient_s) {
+  const int p = static_cast<int>(view.pipeline->stages), v = static_cast<int>(view.pipeline->virtual_stages);
+  std::vector<std::vector<pp_schedule_step>> orders(static_cast<size_t>(p));
+  for (uint64_t i = 0; i < view.step_count; ++i)
+    orders[static_cast<size_t>(view.steps[i].stage)].push_back(view.steps[i]);
+  std::map<StepKey, double> finished;
+  std::vector<size_t> next(static_cast<size_t>(p), 0);
+  std::vector<double> clock(static_cast<size_t>(p), 0.0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int s = 0; s < p; ++s) {
+      for (size_t& index = next[static_cast<size_t>(s)]; index < orders[static_cast<size_t>(s)].size(); ++index) {
+        const pp_schedule_step& step = orders[static_cast<size_t>(s)][index];
+        const int mb = step.micro_batch, c = step.chunk, virtual_stage = c * p + s;
+        std::vector<StepKey> needs;
+        if (step.phase == PP_PHASE_FORWARD && virtual_stage > 0) {
+          const int previous = virtual_stage - 1;
+          needs.emplace_back(previous % p, mb, previous / p, PP_PHASE_FORWARD);
+        } else if (step.phase == PP_PHASE_BACKWARD) {
+          needs.emplace_back(s, mb, c, PP_PHASE_FORWARD);
+          const int following = virtual_stage + 1;
+          if (following < p * v) needs.emplace_back(following % p, mb, following / p, PP_PHASE_BACKWARD);
+        } else if (step.phase == PP_PHASE_WEIGHT_GRADIENT) {
+          needs.emplace_back(s, mb, c, PP_PHASE_BACKWARD);
+        }
+        double start = clock[static_cast<size_t>(s)];
+        bool ready = true;
+        for (const StepKey& need : needs) {
+          auto done = finished.find(need);
+          if (done == finished.end()) {
+            ready = false;
+            break;
+          }
+          start = std::max(start, done->second);
+        }
+        if (!ready) break;
+        const double duration = step.phase == PP_PHASE_FORWARD    ? forward_s
+                                : step.phase == PP_PHASE_BACKWARD ? backward_s
+                                                                  : weight_gradient_s;
+        clock[static_cast<size_t>(s)] = start + duration;
+        bool fresh = finished.emplace(StepKey{s, mb, c, step.phase}, start + duration).second;
+        EXPECT_TRUE(fresh) << "stage " << s << " repeats micro-batch " << mb << " chunk " << c << " phase "
+                           << step.phase;
+        progress = true;
+      }
+    }
+  }
+  for (int s = 0; s < p; ++s)
+    EXPECT_EQ(next[static_cast<size_t>(s)], orders[static_cast<size_t>(s)].size()) << "stage " << s << " deadlocks";
+  return *std::max_element(clock.begin(), clock.end());
+}
+
+// Every (micro-batch, chunk) runs each phase exactly once on every stage, a backward never
+// precedes its forward, and a weight-gradient pass never precedes its backward.
+void expect_complete(const test::Evaluated& evaluated, bool weight_gradients) {
+  const pp_pipeline& pipeline = evaluated.composed.plan->pipeline();
+  for (int s = 0; s < pipeline.stages; ++s) {
+    SCOPED_TRACE("stage " + std::to_string(s));
+    std::set<StepKey> seen;
+    for (const pp_schedule_step& step : steps_of(evaluated, s)) {
+      StepKey key{s, step.micro_batch, step.chunk, step.phase};
+      EXPECT_TRUE(seen.insert(key).second);
+      if (step.phase == PP_PHASE_BACKWARD) {
+        EXPECT_TRUE(seen.count({s, step.micro_batch, step.chunk, PP_PHASE_FORWARD}));
+      }
+      if (step.phase == PP_PHASE_WEIGHT_GRADIENT) {
+        EXPECT_TRUE(seen.count({s, step.micro_batch, step.chunk, PP_PHASE_BACKWARD}));
+      }
+    }
+    const size_t passes = static_cast<size_t>(pipeline.micro_batches * pipeline.virtual_stages);
+    EXPECT_EQ(seen.size(), passes * (weight_gradients ? 3 : 2));
+    for (const StepKey& key : seen) {
+      EXPECT_LT(std::get<1>(key), pipeline.micro_batches);
+      EXPECT_LT(std::get<2>(key), pipeline.virtual_stages);
+    }
+  }
+}
+
+// Forwards a stage runs before its first backward.
+int forwards_before_first_backward(const std::vector<pp_schedule_step>& steps) {
+  int forwards = 0;
+  for (const pp_schedule_step& step : steps) {
+    if (step.phase != PP_PHASE_FORWARD) break;
+    ++forwards;
+  }
+  return forwards;
+}
+
+// Megatron-LM's warm-up count: the steady state opens with one more forward before its first
+// backward, so the warm-up is one less than the forwards before the first backward.
+int warmup(const std::vector<pp_schedule_step>& steps) { return forwards_before_first_backward(steps) - 1; }
+
+std::string spell(const std::vector<pp_schedule_step>& steps) {
+  std::string text;
+  for (const pp_schedule_step& step : steps) {
+    const char* phase = step.phase == PP_PHASE_FORWARD ? "F" : step.phase == PP_PHASE_BACKWARD ? "B" : "W";
+    text += (text.empty() ? "" : " ") + std::string(phase) + std::to_string(step.micro_batch) +
+            (step.chunk > 0 ? "." + std::to_string(step.chunk) : "");
+  }
+  return text;
+}
+
+TEST(PipelineSchedule, OneForwardOneBackwardWarmsUpThenAlternates) {
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 8, "1f1b"));
+  expect_complete(evaluated, false);
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(warmup(steps_of(evaluated, s)), 3 - s) << "stage " << s;
+  // The last stage alternates from the start; stage 0 after p - 1 = 3 warm-up forwards.
+  EXPECT_EQ(spell(steps_of(evaluated, 3)), "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7");
+  EXPECT_EQ(spell(steps_of(evaluated, 0)), "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7");
+  // Replayed with T_F = 1, T_B = 2: m·3 of work plus (p-1)·3 of bubble: (p-1)/m of 24.
+  EXPECT_DOUBLE_EQ(replay(evaluated.composed.plan->view(), 1, 2, 0), 8 * 3 + 3 * 3);
+}
+
+TEST(PipelineSchedule, GPipeRunsAllForwardsFirst) {
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 8, "gpipe"));
+  expect_complete(evaluated, false);
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(forwards_before_first_backward(steps_of(evaluated, s)), 8);
+  EXPECT_EQ(spell(steps_of(evaluated, 2)), "F0 F1 F2 F3 F4 F5 F6 F7 B0 B1 B2 B3 B4 B5 B6 B7");
+  EXPECT_DOUBLE_EQ(replay(evaluated.composed.plan->view(), 1, 2, 0), 8 * 3 + 3 * 3);
+}
+
+TEST(PipelineSchedule, InterleavedFollowsMegatronsOrder) {
+  // p = 4, m = 8, v = 2: 16 chunk passes per stage; warm-up 2(p-s-1) + (v-1)p = 10, 8, 6, 4.
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 8, "interleaved-1f1b", 2));
+  expect_complete(evaluated, false);
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(warmup(steps_of(evaluated, s)), 10 - 2 * s) << "stage " << s;
+  // Groups of p micro-batches per chunk: forwards 0-3 on chunk 0, 0-3 on chunk 1, 4-7 on chunk 0...;
+  // backwards start from the last chunk.
+  EXPECT_EQ(spell(steps_of(evaluated, 3)),
+            "F0 F1 F2 F3 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.1 B3.1 F4 B0 F5 B1 F6 B2 F7 B3 "
+            "F4.1 B4.1 F5.1 B5.1 F6.1 B6.1 F7.1 B7.1 B4 B5 B6 B7");
+  // Chunks take 1/v of a stage's time: bubble (p-1)/(v·m) of m·3, i.e. (p-1)·3/v.
+  EXPECT_DOUBLE_EQ(replay(evaluated.composed.plan->view(), 0.5, 1.0, 0), 8 * 3 + 3 * 3 / 2.0);
+
+  // The smallest case by hand, p = 2, m = 2, v = 2: stage 0 warms up with all 4 chunk forwards.
+  test::Evaluated tiny = test::evaluate_recipe(pipeline(2, 2, "interleaved-1f1b", 2, 4));
+  EXPECT_EQ(spell(steps_of(tiny, 0)), "F0 F1 F0.1 F1.1 B0.1 B1.1 B0 B1");
+  EXPECT_EQ(spell(steps_of(tiny, 1)), "F0 F1 F0.1 B0.1 F1.1 B1.1 B0 B1");
+}
+
+TEST(PipelineSchedule, ZeroBubbleDefersWeightGradients) {
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 8, "zero-bubble"));
+  expect_complete(evaluated, true);
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(warmup(steps_of(evaluated, s)), 3 - s) << "stage " << s;
+  // ZB-H1: stage s keeps p-s-1 warm-up forwards and owes up to s weight gradients, so every
+  // stage holds p micro-batches' worth; the deferred W passes run last.
+  EXPECT_EQ(spell(steps_of(evaluated, 0)), "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7");
+  EXPECT_EQ(spell(steps_of(evaluated, 3)), "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7");
+  // With T_F = T_B = T_W = 1 the bubble is (p-1)(T_F + T_B - T_W) = 3 against 1F1B's 9.
+  EXPECT_DOUBLE_EQ(replay(evaluated.composed.plan->view(), 1, 1, 1), 8 * 3 + 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Point-to-point volume
+
+std::string llama70b(const std::string& pp_keys, const std::string& strategies = "", int gpus = 8) {
+  return "[model]\npreset = \"llama2-70b\"\n[training]\nglobal_batch = 32\nmicro_batch = 1\n"
+         "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = " +
+         std::to_string(gpus) + "\n[[strategy]]\nname = \"pp\"\ndegree = 8\n" + pp_keys + strategies;
+}
+
+TEST(PipelineParallel, PointToPointVolumeOfLlama2_70B) {
+  // PP = 8 on Llama 2 70B (80 layers, h = 8192, s = 4096), micro-batch 1, 32 micro-batches: a
+  // middle stage receives and sends one s·b·h bf16 tensor each way per micro-batch:
+  // 2 directions x 32 x 4096·8192·2 bytes = 4.295 GB (4 GiB).
+  const double tensor = 4096.0 * 1 * 8192 * 2;
+  test::Evaluated evaluated = test::evaluate_recipe(llama70b(""));
+  EXPECT_EQ(evaluated.number("plan.num_micro_batches"), 32);
+  EXPECT_DOUBLE_EQ(evaluated.number("comm.pp.bytes_per_gpu_per_step"), 2 * 32 * tensor);
+  EXPECT_NEAR(evaluated.number("comm.pp.bytes_per_gpu_per_step") / 1e9, 4.295, 0.001);
+  // Interleaving sends at every chunk boundary: v times the volume (Narayanan et al. 2021).
+  test::Evaluated interleaved =
+      test::evaluate_recipe(llama70b("schedule = \"interleaved-1f1b\"\nvirtual_stages = 2\n"));
+  EXPECT_DOUBLE_EQ(interleaved.number("comm.pp.bytes_per_gpu_per_step"), 2 * 2 * 32 * tensor);
+  // Full recompute keeps only the layer input, the same tensor.
+  test::Evaluated recomputed = test::evaluate_recipe(
+      "[model]\npreset = \"llama2-70b\"\n[training]\nglobal_batch = 32\nmicro_batch = 1\nrecompute = \"full\"\n"
+      "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 8\n[[strategy]]\nname = \"pp\"\ndegree = 8\n");
+  EXPECT_DOUBLE_EQ(recomputed.number("comm.pp.bytes_per_gpu_per_step"), 2 * 32 * tensor);
+  // Sequence parallelism shards the tensor over the tp ranks before it crosses the boundary.
+  test::Evaluated sharded = test::evaluate_recipe(
+      llama70b("", "[[strategy]]\nname = \"tp\"\ndegree = 8\n[[strategy]]\nname = \"sp\"\nmode = \"megatron\"\n", 64));
+  EXPECT_DOUBLE_EQ(sharded.number("comm.pp.bytes_per_gpu_per_step"), 2 * 32 * tensor / 8);
+}
+
+TEST(PipelineParallel, NoPointToPointWithOneStage) {
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(1, 4, "1f1b", 1, 4));
+  EXPECT_EQ(evaluated.number("pipeline.bubble_fraction"), 0);
+  EXPECT_EQ(evaluated.results.find("comm.pp.bytes_per_gpu_per_step"), nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Constraints
+
+TEST(PipelineParallel, ImpossiblePlansAreConstraintErrors) {
+  expect_error<PlanError>([] { test::evaluate_recipe(pipeline(8, 8, "1f1b", 1, 4)); },
+                          {"strategy[0] 'pp'", "pp = 8 is more than the model's 4 layers"});
+  expect_error<PlanError>([] { test::evaluate_recipe(pipeline(3, 3, "1f1b", 1, 32)); },
+                          {"pp = 3 does not divide the model's 32 layers evenly"});
+  expect_error<PlanError>([] { test::evaluate_recipe(pipeline(4, 8, "interleaved-1f1b", 1)); },
+                          {"needs virtual_stages >= 2", "virtual_stages = 1"});
+  expect_error<PlanError>([] { test::evaluate_recipe(pipeline(4, 8, "1f1b", 2)); },
+                          {"virtual_stages = 2 needs schedule \"interleaved-1f1b\"", "schedule = \"1f1b\""});
+  // 32 layers on 4 stages is 8 each: 3 chunks do not divide them.
+  expect_error<PlanError>([] { test::evaluate_recipe(pipeline(4, 8, "interleaved-1f1b", 3)); },
+                          {"virtual_stages = 3 must divide the layers of every stage", "stage 0 has 8"});
+  // Megatron-LM's interleaved schedule needs m to be a multiple of p: 6 micro-batches, p = 4.
+  expect_error<PlanError>([] { test::evaluate_recipe(pipeline(4, 6, "interleaved-1f1b", 2)); },
+                          {"multiple of pp = 4", "= 6"});
+  // 80 layers, 8 + 8 on the end stages: 64 do not split over 6.
+  expect_error<PlanError>(
+      [] {
+        test::evaluate_recipe(small_recipe(8, 8, "degree = 8\nfirst_stage_layers = 8\nlast_stage_layers = 8\n", 80));
+      },
+      {"first_stage_layers = 8 and last_stage_layers = 8", "remaining 64", "other 6 stages"});
+  expect_error<PlanError>(
+      [] { test::evaluate_recipe(small_recipe(8, 8, "degree = 8\nfirst_stage_layers = 76\n", 80)); },
+      {"only 4 of the model's 80 layers are left for the other 7 stages"});
+  expect_error<PlanError>(
+      [] {
+        test::evaluate_recipe(small_recipe(2, 2, "degree = 2\nfirst_stage_layers = 30\nlast_stage_layers = 30\n", 80));
+      },
+      {"must add up to the model's 80 layers"});
+}
+
+}  // namespace
+}  // namespace paraplan::host
