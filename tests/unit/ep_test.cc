@@ -162,6 +162,12 @@ TEST(ExpertParallel, ImbalanceSlowsTheStepByTheExpertShare) {
   // With padded capacity buffers the pace is the capacity, not the skew: imbalance drops tokens.
   EXPECT_EQ(test::evaluate_recipe(mixtral_recipe(8, "degree = 8\nimbalance = 0.2\n")).number("time.step_s"),
             test::evaluate_recipe(mixtral_recipe(8, "degree = 8\n")).number("time.step_s"));
+  // Skew is not model work: the model FLOPs stay, so MFU falls as the step slows down.
+  EXPECT_EQ(skewed.number("throughput.model_flops_per_step"), even.number("throughput.model_flops_per_step"));
+  EXPECT_NEAR(skewed.number("throughput.mfu") / even.number("throughput.mfu"),
+              even.number("time.step_s") / skewed.number("time.step_s"), 1e-12);
+  EXPECT_GT(skewed.number("throughput.hardware_tflops_per_gpu") * skewed.number("time.step_s"),
+            even.number("throughput.hardware_tflops_per_gpu") * even.number("time.step_s"));
 }
 
 TEST(ExpertParallel, SharedExpertsStayOnEveryRank) {

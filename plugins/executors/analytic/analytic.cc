@@ -6,8 +6,9 @@
 //        + exposed per-step communication + optimizer update               (after the last micro-batch)
 //   memory per GPU = weights + gradients + optimizer state
 //                  + activations per micro-batch x micro-batches in flight + other + runtime overhead
-//   MFU = model FLOPs per step / (step x GPUs x peak bf16 FLOP/s)   (Megatron-LM convention:
-//         recomputation is not model work; fp8 runs are still measured against the bf16 peak)
+//   MFU = model FLOPs per step / (step x GPUs x peak bf16 FLOP/s)   (Megatron-LM convention,
+//         cost_model.hpp model_flops_per_step: recomputation, padding and expert imbalance are
+//         not model work; fp8 runs are still measured against the bf16 peak)
 #include <algorithm>
 #include <map>
 
@@ -119,12 +120,13 @@ class Analytic : public paraplan::Executor {
     const double tokens = static_cast<double>(plan.training().global_batch) * static_cast<double>(plan.model().seq_len);
     // Every stage class is replicated over gpus / stages ranks, each running all micro-batches.
     const double ranks_per_stage = gpus / static_cast<double>(stages.size());
-    double model_flops = 0, hardware_flops = 0;
-    for (const analytic::StageCost& stage : stages) {
-      model_flops += ranks_per_stage * micro_batches * stage.model_flops_per_micro_batch;
+    // Model FLOPs by convention, from the model; hardware FLOPs are what the ranks really run
+    // (recomputation, the busiest expert rank's extra tokens, padding).
+    const double model_flops = paraplan::cost::model_flops_per_step(plan.model(), plan.training());
+    double hardware_flops = 0;
+    for (const analytic::StageCost& stage : stages)
       hardware_flops += ranks_per_stage * micro_batches *
                         (stage.model_flops_per_micro_batch + stage.recompute_flops_per_micro_batch);
-    }
     const double peak = paraplan::cost::peak_flops(profile, PP_DTYPE_BF16);
     results.number("throughput.tokens_per_s", tokens / step_s);
     results.number("throughput.tokens_per_s_per_gpu", tokens / step_s / gpus);

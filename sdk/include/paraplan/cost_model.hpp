@@ -58,6 +58,26 @@ inline double default_gemm_time(const pp_hardware_profile& profile, double m, do
   return std::max(compute, memory_time(profile, operands));
 }
 
+// Model FLOPs of one optimizer step by Megatron-LM's convention (Narayanan et al. 2021, eq. 3:
+// 72·B·s·l·h²·(1 + s/6h + V/12lh) for a GPT), generalised to GQA, SwiGLU and MoE: forward GEMMs
+// and the full s² attention square, times 3 for the backward pass; no recomputation, no padding,
+// no load imbalance. MFU divides this, not the work a plan happens to do, by time and peak.
+inline double model_flops_per_step(const pp_model& model, const pp_training& training) {
+  const double h = static_cast<double>(model.hidden), d = static_cast<double>(model.head_dim);
+  const double a = static_cast<double>(model.heads), kv = static_cast<double>(model.kv_heads);
+  const double s = static_cast<double>(model.seq_len), matrices = model.ffn_type == PP_FFN_SWIGLU ? 3.0 : 2.0;
+  double per_token_layer = 2.0 * h * (a + 2.0 * kv) * d + 2.0 * a * d * h + 4.0 * s * a * d;
+  if (model.moe_experts > 0) {
+    const double routed = static_cast<double>(model.moe_top_k + model.moe_shared_experts);
+    per_token_layer += 2.0 * h * static_cast<double>(model.moe_experts) +
+                       routed * 2.0 * matrices * h * static_cast<double>(model.moe_ffn_hidden);
+  } else {
+    per_token_layer += 2.0 * matrices * h * static_cast<double>(model.ffn_hidden);
+  }
+  const double per_token = static_cast<double>(model.layers) * per_token_layer + 2.0 * h * static_cast<double>(model.vocab);
+  return 3.0 * per_token * static_cast<double>(training.global_batch) * s;
+}
+
 // The profile as this cluster sees it: an intra-node tier (domain no larger than the profile's
 // node) shrinks to the cluster's node when the recipe puts fewer GPUs in a node; rack-scale
 // domains (GB200 NVL72) span nodes and stay as they are.
