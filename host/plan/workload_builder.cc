@@ -169,7 +169,7 @@ void add_layer(Plan& plan, const Shape& s, const pp_training& training, const Wo
   // GELU keeps its input and output (2 tensors of width f); SwiGLU keeps gate, up and their product.
   double hidden_tensors = s.swiglu ? 3.0 : 2.0;
   if (s.moe) {
-    act("act.tensor.router_probs", 4.0 * t * s.experts);
+    act("act.seq.router_probs", 4.0 * t * s.experts);  // the router is not split by TP
     act("act.expert.input", kActivationBytes * routed_tokens * h);
     act("act.expert.hidden", hidden_tensors * kActivationBytes * routed_tokens * ffn);
   } else {

@@ -94,6 +94,9 @@ double in_flight_micro_batches(const ScheduleShape& shape, int64_t stage) {
       const int64_t chunk_sets = std::min(warmup_forwards(shape, stage) + 1, m * v);
       return static_cast<double>(chunk_sets) / static_cast<double>(v);
     }
+    // ZB-H1 defers up to `stage` weight-gradient passes, each holding its micro-batch's
+    // activations: every stage peaks at p sets (Qi et al. 2023, same memory as 1F1B's stage 0).
+    case PP_SCHEDULE_ZERO_BUBBLE: return static_cast<double>(std::min(p, m));
     default: return static_cast<double>(std::min(p - stage, m));  // warm-up forwards + the one in flight
   }
 }
