@@ -143,7 +143,8 @@ int64_t data_parallel_size(const std::vector<PendingStrategy>& strategies) {
 
 }  // namespace
 
-ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, int64_t gpus_per_node) {
+ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, int64_t gpus_per_node,
+                          bool wants_schedule) {
   const int64_t gpus = recipe.cluster.num_gpus;
   if (gpus > gpus_per_node && gpus % gpus_per_node != 0)
     throw PlanError(recipe.file + ": cluster.num_gpus = " + std::to_string(gpus) +
@@ -168,14 +169,16 @@ ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, in
   build_workload(*composed.plan, WorkloadOptions{recipe.flash_attention, recipe.fp32_main_grads});
 
   for (PendingStrategy& strategy : strategies) {
-    pp_strategy_context context{sizeof(pp_strategy_context), *strategy.degree, &recipe.model.shape, &training, &cluster};
+    pp_strategy_context context{sizeof(pp_strategy_context), *strategy.degree, &recipe.model.shape, &training, &cluster,
+                                wants_schedule ? 1 : 0};
     const pp_strategy_v1& functions = *strategy.instance->metadata().strategy;
     if (functions.validate)
       strategy.instance->invoke(
           [&](pp_error* error) { return functions.validate(strategy.instance->handle(), &context, error); });
   }
   for (PendingStrategy& strategy : strategies) {
-    pp_strategy_context context{sizeof(pp_strategy_context), *strategy.degree, &recipe.model.shape, &training, &cluster};
+    pp_strategy_context context{sizeof(pp_strategy_context), *strategy.degree, &recipe.model.shape, &training, &cluster,
+                                wants_schedule ? 1 : 0};
     const pp_strategy_v1& functions = *strategy.instance->metadata().strategy;
     strategy.instance->invoke([&](pp_error* error) {
       return functions.apply(strategy.instance->handle(), &context, &composed.plan->api(), error);

@@ -33,6 +33,9 @@ struct ComposedPlan {
   std::vector<AppliedStrategy> strategies;  // in application order
 };
 
-ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, int64_t gpus_per_node);
+// `wants_schedule`: whether the executor that will run the plan walks its schedule steps
+// (PP_EXECUTOR_WALKS_SCHEDULE); strategies may skip listing them otherwise.
+ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, int64_t gpus_per_node,
+                          bool wants_schedule = true);
 
 }  // namespace paraplan::host

@@ -2,7 +2,9 @@
 // compose and evaluate, through the real plugins loaded the real way?
 //
 //   BM_ComposeAndEvaluate/<recipe>  workload + every strategy's transform + the analytic executor
-//                                   (what a search pays per candidate: the recipe is parsed once)
+//                                   (what a search pays per candidate: the recipe is parsed once;
+//                                   like `paraplan evaluate`, no schedule steps are listed for
+//                                   the analytic executor)
 //   BM_ReadComposeEvaluate/<recipe> the same plus parsing the recipe (what `paraplan evaluate` pays
 //                                   after start-up)
 // Run: build/default/bin/paraplan_evaluate_benchmark [--benchmark_filter=...]
@@ -31,7 +33,7 @@ void compose_and_evaluate(benchmark::State& state, const std::filesystem::path& 
   std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, catalog());
   const int64_t per_node = recipe->cluster.gpus_per_node.value_or(hardware->profile().gpus_per_node);
   for (auto _ : state) {
-    ComposedPlan composed = compose_plan(*recipe, catalog(), per_node);
+    ComposedPlan composed = compose_plan(*recipe, catalog(), per_node, /*wants_schedule=*/false);
     ResultTree results = run_executor("analytic", *recipe, catalog(), composed, *hardware);
     benchmark::DoNotOptimize(results);
   }
@@ -43,7 +45,7 @@ void read_compose_evaluate(benchmark::State& state, const std::filesystem::path&
     std::unique_ptr<Recipe> recipe = read_recipe(file);
     std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, catalog());
     const int64_t per_node = recipe->cluster.gpus_per_node.value_or(hardware->profile().gpus_per_node);
-    ComposedPlan composed = compose_plan(*recipe, catalog(), per_node);
+    ComposedPlan composed = compose_plan(*recipe, catalog(), per_node, /*wants_schedule=*/false);
     ResultTree results = run_executor("analytic", *recipe, catalog(), composed, *hardware);
     benchmark::DoNotOptimize(results);
   }

@@ -111,3 +111,16 @@ TEST(Composer, ConstraintFromApplyIsAPlanError) {
 
 }  // namespace
 }  // namespace paraplan::host
+
+namespace paraplan::host {
+namespace {
+
+TEST(Composer, ScheduleStepsOnlyWhenTheExecutorWalksThem) {
+  auto parsed = parse_recipe(recipe(8, "[[strategy]]\nname = \"pp\"\ndegree = 4\n", /*global_batch=*/8), "recipe.toml");
+  // p = 4 stages, m = 8 / 2 data-parallel ranks = 4 micro-batches: 4 x 4 x 2 steps for 1F1B.
+  EXPECT_EQ(compose_plan(*parsed, test::bundled_catalog(), 8, /*wants_schedule=*/true).plan->view().step_count, 32u);
+  EXPECT_EQ(compose_plan(*parsed, test::bundled_catalog(), 8, /*wants_schedule=*/false).plan->view().step_count, 0u);
+}
+
+}  // namespace
+}  // namespace paraplan::host

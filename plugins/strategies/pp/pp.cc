@@ -115,7 +115,7 @@ class PipelineParallel : public paraplan::Strategy {
     pipeline.bubble_fraction = pp_strategy::bubble_fraction(shape);
     pipeline.in_flight_micro_batches = pp_strategy::in_flight_micro_batches(shape);
     plan.set_pipeline(pipeline, stages);
-    plan.set_schedule(pp_strategy::schedule_steps(shape));
+    if (context.wants_schedule) plan.set_schedule(pp_strategy::schedule_steps(shape));
 
     if (p > 1) add_point_to_point(plan, axis);
   }

@@ -21,6 +21,13 @@ typedef struct pp_result_sink_v1 {
   void (*text)(void* context, const char* key, const char* value);
 } pp_result_sink_v1;
 
+enum {
+  /* The executor walks the plan's schedule steps (a simulator, a real executor). Without this
+   * flag the host tells strategies they may skip listing them: a closed-form executor needs
+   * only the pipeline's summary, and listing p·m·2 steps dominates a large plan's evaluation. */
+  PP_EXECUTOR_WALKS_SCHEDULE = 1u << 0
+};
+
 typedef struct pp_executor_v1 {
   uint32_t struct_size;
   pp_status (*create)(const pp_param_set* params, void** instance, pp_error* error);
@@ -28,6 +35,7 @@ typedef struct pp_executor_v1 {
   pp_status (*run)(void* instance, const pp_plan_view_v1* plan,
                    const pp_hardware_binding_v1* hardware, const pp_result_sink_v1* results,
                    pp_error* error);
+  uint32_t flags;
 } pp_executor_v1;
 
 #endif /* PARAPLAN_EXECUTOR_H */

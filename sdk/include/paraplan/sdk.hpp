@@ -161,6 +161,7 @@ struct StrategyContext {
   const pp_model& model;
   const pp_training& training;
   const pp_cluster& cluster;
+  bool wants_schedule;  // false: the executor ignores schedule steps (pp_strategy_context)
 };
 
 // Copies a string into a fixed-size ABI name field, always NUL-terminated.
@@ -303,6 +304,7 @@ class Hardware {
 class Executor {
  public:
   static constexpr pp_plugin_kind kind = PP_KIND_EXECUTOR;
+  static constexpr uint32_t flags = 0;  // PP_EXECUTOR_WALKS_SCHEDULE for simulators
   virtual ~Executor() = default;
   virtual void run(const PlanView& plan, const pp_hardware_binding_v1& hardware, const ResultSink& results) = 0;
 };
@@ -373,7 +375,8 @@ void destroy(void* instance) {
 }
 
 inline StrategyContext strategy_context(const pp_strategy_context* context) {
-  return StrategyContext{context->degree, *context->model, *context->training, *context->cluster};
+  return StrategyContext{context->degree, *context->model, *context->training, *context->cluster,
+                         context->wants_schedule != 0};
 }
 
 template <typename Plugin>
@@ -440,6 +443,7 @@ const pp_executor_v1* executor_table() {
           static_cast<Plugin*>(instance)->run(PlanView(*plan), *hardware, ResultSink(results));
         });
       },
+      Plugin::flags,
   };
   return &table;
 }

@@ -36,6 +36,7 @@ typedef struct pp_strategy_context {
   const pp_model* model;
   const pp_training* training;
   const pp_cluster* cluster;
+  int32_t wants_schedule; /* 0: the executor ignores schedule steps; a pipeline may skip them */
 } pp_strategy_context;
 
 typedef struct pp_strategy_v1 {
