@@ -75,3 +75,18 @@ TEST(Fsdp, ReportsThePlanKeys) {
 
 }  // namespace
 }  // namespace paraplan::host
+
+namespace paraplan::host {
+namespace {
+
+TEST(Fsdp, ContextParallelGradientsAreReducedOverCpToo) {
+  // 64 GPUs = cp 2 x dp 32, ZeRO-1: reduce-scatter of the gradients and all-gather of the weights
+  // over dp (once per step), then the 1/32 gradient shard all-reduced over cp.
+  std::string recipe = zero_recipe(1) + "[[strategy]]\nname = \"sp\"\nmode = \"ring\"\ndegree = 2\n";
+  const double dp = 32, cp = 2, bytes = 2 * kParameters;  // bf16 gradients and weights
+  const double expected = (dp - 1) / dp * (bytes + bytes) + 2 * (cp - 1) / cp * bytes / dp;
+  EXPECT_NEAR(test::evaluate_recipe(recipe).number("comm.fsdp.bytes_per_gpu_per_step") / expected, 1.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace paraplan::host

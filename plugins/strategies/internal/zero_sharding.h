@@ -19,7 +19,7 @@
 // parallelism created the axis "edp" (expert data parallelism), expert state ("*.experts") is
 // sharded and reduced over it instead of the group's axis. With context parallelism ("cp"),
 // ranks of a cp group hold the same weights too, so their gradients are also all-reduced over
-// "cp".
+// "cp": the full gradients at stage 0, this rank's shard from stage 1 on.
 //
 //   paraplan::strategies::ZeroSharding zero("fsdp", /*stage=*/3, /*overlap=*/true);
 //   int32_t dp = plan.add_axis("dp", degree, "fsdp");
@@ -81,9 +81,13 @@ class ZeroSharding {
     if (dp > 1) add_communication(plan, group_axis, state.dense);
     if (edp > 1) add_communication(plan, edp_axis >= 0 ? edp_axis : group_axis, state.experts);
     if (cp_axis >= 0 && view.axes()[static_cast<size_t>(cp_axis)].degree > 1) {
+      // Megatron-LM reduces over dp x cp at once. As two steps: from stage 1 on the data-parallel
+      // reduce-scatter leaves each rank 1/N of the gradients, and only that shard is all-reduced
+      // over cp; at stage 0 the full gradients are.
+      const double dense_share = stage_ >= 1 ? 1.0 / dp : 1.0, expert_share = stage_ >= 1 ? 1.0 / edp : 1.0;
       for (pp_scope scope : kStateScopes)
         add(plan, cp_axis, scope, "grad_all_reduce_cp", PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD, PP_PER_STEP,
-            state.dense.gradients[scope] + state.experts.gradients[scope]);
+            state.dense.gradients[scope] * dense_share + state.experts.gradients[scope] * expert_share);
     }
     return state;
   }
