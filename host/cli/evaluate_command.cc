@@ -19,12 +19,13 @@ int run_evaluate_command(const std::vector<std::string>& arguments) {
   CommonOptions common;
   std::string recipe_file;
   std::string executor = "analytic";
-  po::options_description options = common_options(common, /*with_json=*/true);
   std::vector<std::string> overrides;
+  po::options_description options("Evaluate options");
   options.add_options()("executor", po::value(&executor)->value_name("NAME"),
                         "executor plugin that turns the plan into figures (default: analytic)")(
       "set", po::value(&overrides)->composing()->value_name("KEY=VALUE"),
       "override a recipe key before reading it (repeatable): cluster.num_gpus=512, strategy.tp.degree=8");
+  options.add(common_options(common, /*with_json=*/true));
   po::options_description hidden;
   hidden.add_options()("recipe", po::value(&recipe_file));
   po::options_description all;

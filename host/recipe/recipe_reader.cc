@@ -1,5 +1,6 @@
 #include "host/recipe/recipe_reader.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -14,6 +15,26 @@ namespace paraplan::host {
 std::vector<std::string> default_mesh_order() { return {"tp", "cp", "ep", "dp", "dp_replicate", "pp"}; }
 
 namespace {
+
+// Where each core key belongs, to redirect a key written in the wrong table.
+const std::vector<std::pair<std::string, std::vector<std::string>>>& core_sections() {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> sections = {
+      {"model", {"preset", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "ffn_type", "vocab",
+                 "seq_len", "moe_experts", "moe_top_k", "moe_ffn_hidden", "moe_shared_experts"}},
+      {"training", {"global_batch", "micro_batch", "precision", "recompute", "optimizer", "flash_attention", "main_grads"}},
+      {"cluster", {"hardware", "num_gpus", "gpus_per_node", "mesh_order"}},
+  };
+  return sections;
+}
+
+// " (did you mean 'x'?)", or " (it belongs in [training])", or a hint for strategy keys.
+std::string unknown_key_hint(const std::string& name, const std::vector<std::string>& known) {
+  std::string suggestion = did_you_mean(name, known);
+  if (!suggestion.empty()) return suggestion;
+  for (const auto& [section, keys] : core_sections())
+    if (std::find(keys.begin(), keys.end(), name) != keys.end()) return " (it belongs in [" + section + "])";
+  return " (a strategy's own keys go in its [[strategy]] table; see 'paraplan plugins describe NAME')";
+}
 
 // Reads typed keys from one table and remembers which keys it asked for, so that whatever is
 // left over can be reported as unknown with a suggestion.
@@ -86,7 +107,7 @@ class TableReader {
       for (const std::string& candidate : known_) known = known || candidate == name;
       if (!known)
         throw InputError(location_of(file_, key) + ": " + qualified(name) + ": unknown key" +
-                         did_you_mean(name, known_));
+                         unknown_key_hint(name, known_));
     }
   }
 
@@ -137,9 +158,7 @@ const toml::table* subtable(const toml::table& document, const std::string& key,
   return node->as_table();
 }
 
-const std::vector<std::string> kModelShapeKeys = {
-    "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "ffn_type", "vocab", "seq_len",
-    "moe_experts", "moe_top_k", "moe_ffn_hidden", "moe_shared_experts"};
+const std::vector<std::string> kModelShapeKeys(core_sections()[0].second.begin() + 1, core_sections()[0].second.end());
 
 // The preset named by model.preset (empty table when none), its own keys checked.
 toml::table read_model_preset(const toml::table* recipe_model, const std::string& file,

@@ -212,3 +212,18 @@ TEST(RecipeOverrides, ErrorsMentionTheOverride) {
 
 }  // namespace
 }  // namespace paraplan::host
+
+namespace paraplan::host {
+namespace {
+
+TEST(RecipeReader, AKeyInTheWrongTableSaysWhereItBelongs) {
+  std::string text = kValid;
+  text.replace(text.find("seq_len = 2048"), 14, "micro_batch = 2");
+  test::expect_error<InputError>([&] { parse(text); }, {"model.micro_batch: unknown key (it belongs in [training])"});
+  text = kValid;
+  text.replace(text.find("num_gpus = 16"), 13, "num_gpus = 16\nschedule = \"1f1b\"");
+  test::expect_error<InputError>([&] { parse(text); }, {"cluster.schedule: unknown key", "[[strategy]] table"});
+}
+
+}  // namespace
+}  // namespace paraplan::host
