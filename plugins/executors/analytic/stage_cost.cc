@@ -1,13 +1,14 @@
 #include "stage_cost.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "paraplan/cost_model.hpp"
 
 namespace analytic {
 namespace {
 
-double sum(const std::map<std::string, double>& values) {
+double sum(const OwnerSeconds& values) {
   double total = 0;
   for (const auto& [owner, value] : values) total += value;
   return total;
@@ -60,10 +61,15 @@ double op_time(const paraplan::PlanView& plan, const pp_hardware_binding_v1& har
   return 0.0;
 }
 
+void add_to(OwnerSeconds& totals, std::string_view owner, double value) {
+  auto found = totals.find(owner);
+  if (found == totals.end()) found = totals.emplace(std::string(owner), 0.0).first;
+  found->second += value;
+}
+
 void add_to_phase(PhaseCost& phase, const pp_op& op, double seconds) {
   if (op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV || op.kind == PP_OP_HOST_TRANSFER) {
-    auto& bucket = op.overlap == PP_OVERLAP_COMPUTE ? phase.overlappable_comm_s : phase.critical_comm_s;
-    bucket[op.owner] += seconds;
+    add_to(op.overlap == PP_OVERLAP_COMPUTE ? phase.overlappable_comm_s : phase.critical_comm_s, op.owner, seconds);
   } else {
     phase.compute_s += seconds;
   }
@@ -78,8 +84,8 @@ double PhaseCost::elapsed_s() const {
   return compute_s + critical_total() + std::max(0.0, overlappable_total() - compute_s);
 }
 
-std::map<std::string, double> PhaseCost::exposed_by_owner() const {
-  std::map<std::string, double> exposed = critical_comm_s;
+OwnerSeconds PhaseCost::exposed_by_owner() const {
+  OwnerSeconds exposed = critical_comm_s;
   double overlappable = overlappable_total();
   double unhidden = std::max(0.0, overlappable - compute_s);
   for (const auto& [owner, seconds] : overlappable_comm_s)
@@ -97,8 +103,8 @@ StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v
     bool per_step = op.frequency == PP_PER_STEP;
     if (op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV) {
       const pp_mesh_axis& axis = plan.axes()[static_cast<size_t>(op.axis)];
-      cost.bytes_sent_per_step[op.owner] +=
-          times * bytes_on_wire(op, static_cast<double>(axis.degree)) * (per_step ? 1.0 : micro_batches);
+      add_to(cost.bytes_sent_per_step, op.owner,
+          times * bytes_on_wire(op, static_cast<double>(axis.degree)) * (per_step ? 1.0 : micro_batches));
     }
     bool counts_as_model = op.kind == PP_OP_GEMM || op.kind == PP_OP_ATTENTION;
     switch (op.phase) {

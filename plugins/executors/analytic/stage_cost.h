@@ -14,17 +14,21 @@
 
 namespace analytic {
 
+// Per owner strategy; std::less<> lets the hot loop look an owner up by its char array without
+// building a std::string for every op.
+using OwnerSeconds = std::map<std::string, double, std::less<>>;
+
 struct PhaseCost {
   double compute_s = 0;
-  std::map<std::string, double> critical_comm_s;     // by owner strategy
-  std::map<std::string, double> overlappable_comm_s; // by owner strategy
+  OwnerSeconds critical_comm_s;     // by owner strategy
+  OwnerSeconds overlappable_comm_s; // by owner strategy
 
   double critical_total() const;
   double overlappable_total() const;
   // compute + critical + the part of overlappable communication compute cannot hide.
   double elapsed_s() const;
   // How much of each owner's communication is exposed, sharing the unhidden part pro rata.
-  std::map<std::string, double> exposed_by_owner() const;
+  OwnerSeconds exposed_by_owner() const;
 };
 
 struct StageCost {
@@ -34,7 +38,7 @@ struct StageCost {
   PhaseCost step_tail;     // once per step after the last micro-batch (optimizer, STEP comm)
   double model_flops_per_micro_batch = 0;  // forward + backward GEMM/attention flops, no recompute
   double recompute_flops_per_micro_batch = 0;
-  std::map<std::string, double> bytes_sent_per_step;  // by owner, nccl-tests bus-bytes convention
+  OwnerSeconds bytes_sent_per_step;  // by owner (bytes, not seconds), nccl-tests bus-bytes convention
   double weights_bytes = 0, gradients_bytes = 0, optimizer_bytes = 0, activations_bytes_per_micro_batch = 0,
          other_bytes = 0;
 
