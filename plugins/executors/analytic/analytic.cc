@@ -58,13 +58,17 @@ class Analytic : public paraplan::Executor {
     const analytic::StageCost& pace = stages[slowest];
     const double steady_s = micro_batches * pace.micro_batch_s();
     const double bubble_s = pipeline.bubble_fraction * steady_s;
-    const double step_comm_s = pace.step_backward.elapsed_s() - pace.step_backward.compute_s;
-    const double tail_s = pace.step_tail.elapsed_s();
-    const double step_s = steady_s + bubble_s + step_comm_s + tail_s;
+    // After its last micro-batch every stage finishes its gradient reduction and optimizer
+    // update on its own; the step ends with the longest such tail (the embedding or head stage,
+    // usually), not necessarily the pacing stage's.
+    size_t longest_tail = 0;
+    for (size_t i = 0; i < stages.size(); ++i)
+      if (stages[i].tail_s() > stages[longest_tail].tail_s()) longest_tail = i;
+    const double step_s = steady_s + bubble_s + stages[longest_tail].tail_s();
 
     report_memory(results, stages[fullest], stage_memory[fullest], profile, in_flight(plan.stages()[fullest], pipeline));
     report_communication(results, stages);
-    report_time(results, pace, micro_batches, bubble_s, step_s, pipeline);
+    report_time(results, pace, stages[longest_tail], micro_batches, bubble_s, step_s, pipeline);
     report_throughput(results, plan, stages, step_s, profile);
   }
 
@@ -94,19 +98,19 @@ class Analytic : public paraplan::Executor {
     for (const auto& [owner, bytes] : busiest) results.number("comm." + owner + ".bytes_per_gpu_per_step", bytes);
   }
 
-  static void report_time(const paraplan::ResultSink& results, const analytic::StageCost& pace, double micro_batches,
-                          double bubble_s, double step_s, const pp_pipeline& pipeline) {
+  static void report_time(const paraplan::ResultSink& results, const analytic::StageCost& pace,
+                          const analytic::StageCost& tail, double micro_batches, double bubble_s, double step_s,
+                          const pp_pipeline& pipeline) {
     results.number("time.step_s", step_s);
     results.number("time.compute_s", micro_batches * (pace.forward.compute_s + pace.backward.compute_s));
     results.number("time.bubble_s", bubble_s);
     std::map<std::string, double> exposed;
     for (const auto& [owner, seconds] : pace.forward.exposed_by_owner()) exposed[owner] += micro_batches * seconds;
     for (const auto& [owner, seconds] : pace.backward.exposed_by_owner()) exposed[owner] += micro_batches * seconds;
-    analytic::PhaseCost step_comm = pace.step_backward;
-    for (const auto& [owner, seconds] : step_comm.exposed_by_owner()) exposed[owner] += seconds;
-    for (const auto& [owner, seconds] : pace.step_tail.critical_comm_s) exposed[owner] += seconds;
+    for (const auto& [owner, seconds] : tail.step_backward.exposed_by_owner()) exposed[owner] += seconds;
+    for (const auto& [owner, seconds] : tail.step_tail.critical_comm_s) exposed[owner] += seconds;
     for (const auto& [owner, seconds] : exposed) results.number("time.exposed_comm_s." + owner, seconds);
-    results.number("time.optimizer_s", pace.step_tail.compute_s);
+    results.number("time.optimizer_s", tail.step_tail.compute_s);
     results.number("pipeline.bubble_fraction", pipeline.bubble_fraction);
     results.number("pipeline.stages", static_cast<double>(pipeline.stages));
     results.number("pipeline.virtual_stages", static_cast<double>(pipeline.virtual_stages));

@@ -43,6 +43,8 @@ struct StageCost {
          other_bytes = 0;
 
   double micro_batch_s() const { return forward.elapsed_s() + backward.elapsed_s(); }
+  // After the last micro-batch: the gradient reduction left exposed, then the optimizer update.
+  double tail_s() const { return step_backward.elapsed_s() - step_backward.compute_s + step_tail.elapsed_s(); }
 };
 
 StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_stage& stage);
