@@ -2,8 +2,10 @@
 //
 // The host adds the plan's own keys (plan.num_gpus, plan.mesh.<axis>, plan.micro_batch,
 // plan.global_batch, plan.num_micro_batches, plan.strategies...) and the executor adds its
-// results (memory.*, time.*, comm.*, throughput.*). A boolean "memory.fits" = false makes the
-// command exit with code 1 after printing the report.
+// results (memory.*, time.*, comm.*, throughput.*); every strategy of the plan has
+// comm.<name>.bytes_per_gpu_per_step and time.exposed_comm_s.<name>, 0 when it communicates
+// nothing. A boolean "memory.fits" = false makes the command exit with code 1 after printing
+// the report.
 #pragma once
 
 #include <string>

@@ -1,8 +1,10 @@
 #include "host/report/text_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
+#include <vector>
 
 namespace paraplan::host {
 namespace {
@@ -70,18 +72,24 @@ std::string format_value(const std::string& key, const ResultValue& value) {
 }
 
 void write_text_report(std::ostream& out, const ResultTree& results) {
-  std::string section;
+  // Sections in the order they first appear; a key set late still prints in its own section.
+  std::vector<std::string> sections;
   size_t width = 0;
-  for (const auto& [key, value] : results.entries()) width = std::max(width, key.size() - key.find('.') - 1);
   for (const auto& [key, value] : results.entries()) {
     size_t dot = key.find('.');
     std::string head = dot == std::string::npos ? "" : key.substr(0, dot);
-    std::string rest = dot == std::string::npos ? key : key.substr(dot + 1);
-    if (head != section) {
-      out << (section.empty() ? "" : "\n") << head << "\n";
-      section = head;
+    if (std::find(sections.begin(), sections.end(), head) == sections.end()) sections.push_back(head);
+    width = std::max(width, key.size() - (dot == std::string::npos ? 0 : dot + 1));
+  }
+  for (size_t i = 0; i < sections.size(); ++i) {
+    out << (i ? "\n" : "") << sections[i] << "\n";
+    for (const auto& [key, value] : results.entries()) {
+      size_t dot = key.find('.');
+      std::string head = dot == std::string::npos ? "" : key.substr(0, dot);
+      if (head != sections[i]) continue;
+      std::string rest = dot == std::string::npos ? key : key.substr(dot + 1);
+      out << "  " << std::left << std::setw(static_cast<int>(width)) << rest << "  " << format_value(key, value) << "\n";
     }
-    out << "  " << std::left << std::setw(static_cast<int>(width)) << rest << "  " << format_value(key, value) << "\n";
   }
 }
 

@@ -101,3 +101,28 @@ TEST(CommandLine, InputErrorsExitWithThree) {
 
 }  // namespace
 }  // namespace paraplan::host
+
+namespace paraplan::host {
+namespace {
+
+TEST(CommandLine, EveryStrategyHasItsCommunicationKeys) {
+  // seed1 has tp, sp (megatron: its collectives are tp's), pp and fsdp.
+  CommandRun evaluate = run({"evaluate", PARAPLAN_RECIPES_DIR "/scenarios/seed1-llama2-70b-4k-64xh100.toml", "--json"});
+  ASSERT_EQ(evaluate.exit_code, 0) << evaluate.err;
+  auto report = nlohmann::json::parse(evaluate.out);
+  for (const char* strategy : {"tp", "sp", "pp", "fsdp"}) {
+    EXPECT_TRUE(report["comm"][strategy].contains("bytes_per_gpu_per_step")) << strategy;
+    EXPECT_TRUE(report["time"]["exposed_comm_s"].contains(strategy)) << strategy;
+  }
+  EXPECT_EQ(report["comm"]["sp"]["bytes_per_gpu_per_step"], 0.0);
+  EXPECT_GT(report["comm"]["tp"]["bytes_per_gpu_per_step"].get<double>(), 0.0);
+  // The text report keeps each section together even for keys the host adds after the executor.
+  CommandRun text = run({"evaluate", PARAPLAN_RECIPES_DIR "/scenarios/seed1-llama2-70b-4k-64xh100.toml"});
+  size_t first = text.out.find("\ncomm\n");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_EQ(text.out.find("\ncomm\n", first + 1), std::string::npos);
+  EXPECT_LT(text.out.find("sp.bytes_per_gpu_per_step"), text.out.find("\ntime\n"));
+}
+
+}  // namespace
+}  // namespace paraplan::host
