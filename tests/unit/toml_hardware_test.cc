@@ -1,0 +1,106 @@
+// The `toml` hardware plugin: a profile written in a file gives the same plan figures as the
+// compiled profile with the same datasheet numbers, and a broken file is an input error that
+// names the file, line and key.
+#include <unistd.h>
+
+#include <fstream>
+
+#include "test_support.h"
+
+namespace paraplan::host {
+namespace {
+
+using test::expect_error;
+
+// The H100 SXM datasheet numbers (NVIDIA H100 datasheet, DGX H100 user guide) in the TOML format
+// of docs/hardware.md, written out here rather than read from the compiled plugin.
+const char* kH100SxmProfile = R"(
+name = "h100-sxm-from-toml"
+gpus_per_node = 8
+[compute]
+fp32_tflops = 66.9
+tf32_tflops = 494.7
+bf16_tflops = 989.4
+fp16_tflops = 989.4
+fp8_tflops = 1978.9
+[memory]
+capacity_gb = 80
+bandwidth_gb_s = 3350
+efficiency = 0.85
+[host_link]
+bandwidth_gb_s = 64
+[gemm]
+efficiency_max = 0.70
+[attention]
+efficiency = 0.47
+[[tiers]]
+name = "nvlink"
+domain_size = 8
+bandwidth_gb_s = 450
+latency_us = 2
+efficiency = 0.80
+[[tiers]]
+name = "infiniband"
+domain_size = 0
+bandwidth_gbit_s = 400
+latency_us = 5
+efficiency = 0.90
+)";
+
+std::filesystem::path write_profile(const std::string& name, const std::string& text) {
+  // The process id keeps two test runs at once from sharing a file.
+  std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("paraplan_test_" + std::to_string(getpid()) + "_" + name + ".toml");
+  std::ofstream(file) << text;
+  return file;
+}
+
+std::string recipe_on(const std::string& hardware) {
+  return "[model]\npreset = \"llama2-70b\"\n[training]\nglobal_batch = 64\nrecompute = \"selective\"\n"
+         "[cluster]\nhardware = \"" + hardware + "\"\nnum_gpus = 64\n"
+         "[[strategy]]\nname = \"tp\"\ndegree = 8\n[[strategy]]\nname = \"sp\"\n"
+         "[[strategy]]\nname = \"pp\"\ndegree = 2\n[[strategy]]\nname = \"fsdp\"\nstage = 1\n";
+}
+
+TEST(TomlHardware, SameNumbersSamePlanAsTheCompiledProfile) {
+  std::filesystem::path file = write_profile("h100", kH100SxmProfile);
+  auto compiled = test::evaluate_recipe(recipe_on("h100-sxm"));
+  auto from_file = test::evaluate_recipe(recipe_on(file.string()));
+  EXPECT_EQ(std::get<std::string>(*from_file.results.find("plan.hardware")), "h100-sxm-from-toml");
+  for (const char* key : {"time.step_s", "time.compute_s", "time.exposed_comm_s.tp", "time.exposed_comm_s.fsdp",
+                          "memory.per_gpu_bytes", "memory.capacity_bytes", "throughput.mfu"})
+    EXPECT_DOUBLE_EQ(from_file.number(key), compiled.number(key)) << key;
+  EXPECT_DOUBLE_EQ(from_file.number("memory.capacity_bytes"), 80e9);
+}
+
+TEST(TomlHardware, TheShippedExampleLoads) {
+  auto evaluated = test::evaluate_recipe(recipe_on(PARAPLAN_SOURCE_DIR "/hardware/toml/examples/h100-pcie.toml"));
+  EXPECT_EQ(std::get<std::string>(*evaluated.results.find("plan.hardware")), "h100-pcie");
+  EXPECT_DOUBLE_EQ(evaluated.number("memory.capacity_bytes"), 80e9);  // capacity_gb = 80
+}
+
+TEST(TomlHardware, BrokenProfilesNameFileLineAndKey) {
+  std::string unknown = kH100SxmProfile;
+  unknown.replace(unknown.find("bf16_tflops"), 11, "bf16_tflop");
+  std::filesystem::path file = write_profile("unknown", unknown);
+  expect_error<InputError>([&] { test::evaluate_recipe(recipe_on(file.string())); },
+                           {"cluster.hardware", file.string() + ":", "compute.bf16_tflop: unknown key"});
+
+  std::string negative = kH100SxmProfile;
+  negative.replace(negative.find("bandwidth_gbit_s = 400"), 22, "bandwidth_gbit_s = -1");
+  file = write_profile("negative", negative);
+  expect_error<InputError>([&] { test::evaluate_recipe(recipe_on(file.string())); },
+                           {file.string() + ":", "tiers[1].bandwidth_gbit_s"});
+
+  std::string missing = kH100SxmProfile;
+  missing.erase(missing.find("capacity_gb = 80"), 16);
+  file = write_profile("missing", missing);
+  expect_error<InputError>([&] { test::evaluate_recipe(recipe_on(file.string())); },
+                           {file.string() + ":", "memory.capacity_gb"});
+
+  file = write_profile("malformed", "name = \"x\"\ngpus_per_node = = 8\n");
+  expect_error<InputError>([&] { test::evaluate_recipe(recipe_on(file.string())); }, {file.string() + ":2:"});
+}
+
+}  // namespace
+}  // namespace paraplan::host
