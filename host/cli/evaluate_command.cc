@@ -55,11 +55,9 @@ int run_evaluate_command(const std::vector<std::string>& arguments) {
   try {
     recipe = read_recipe(recipe_file, reader_options);
     std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, catalog);
-    int64_t gpus_per_node = recipe->cluster.gpus_per_node.value_or(hardware->profile().gpus_per_node);
-    if (gpus_per_node < 1) throw InputError(recipe->file + ": cluster.gpus_per_node: the hardware profile gives none; set it");
     const LoadedPlugin& executor_plugin = catalog.require(executor, PP_KIND_EXECUTOR);
     const bool wants_schedule = executor_plugin.metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
-    ComposedPlan composed = compose_plan(*recipe, catalog, gpus_per_node, wants_schedule);
+    ComposedPlan composed = compose_plan(*recipe, catalog, gpus_per_node(*recipe, *hardware), wants_schedule);
     results = run_executor(executor, *recipe, catalog, composed, *hardware);
   } catch (const InputError& failure) {
     throw InputError(mention_overrides(failure.what(), overrides));

@@ -49,4 +49,10 @@ std::unique_ptr<HardwareBinding> open_hardware(const Recipe& recipe, const Plugi
   return std::make_unique<HardwareBinding>(std::make_unique<PluginInstance>(*plugin, std::move(params), context));
 }
 
+int64_t gpus_per_node(const Recipe& recipe, const HardwareBinding& hardware) {
+  int64_t per_node = recipe.cluster.gpus_per_node.value_or(hardware.profile().gpus_per_node);
+  if (per_node < 1) throw InputError(recipe.file + ": cluster.gpus_per_node: the hardware profile gives none; set it");
+  return per_node;
+}
+
 }  // namespace paraplan::host

@@ -32,4 +32,7 @@ inline constexpr const char* kTomlHardwarePlugin = "toml";
 
 std::unique_ptr<HardwareBinding> open_hardware(const Recipe& recipe, const PluginCatalog& catalog);
 
+// GPUs per node: the recipe's [cluster] gpus_per_node, else the profile's; InputError if neither.
+int64_t gpus_per_node(const Recipe& recipe, const HardwareBinding& hardware);
+
 }  // namespace paraplan::host

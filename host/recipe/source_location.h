@@ -7,23 +7,21 @@
 
 namespace paraplan::host {
 
-// Prefix for an error about `node`: the file it was parsed from (falling back to `file`, e.g.
-// for a preset merged into a recipe the preset's own file is named), line and column.
-inline std::string location_of(const std::string& file, const toml::node* node) {
-  if (!node) return file;
-  const toml::source_region& source = node->source();
+// "file:line:column" of a parsed region: the file it was parsed from (falling back to `file`,
+// e.g. for a preset merged into a recipe the preset's own file is named).
+inline std::string location_of(const std::string& file, const toml::source_region& source) {
   std::string where = source.path && !source.path->empty() ? *source.path : file;
   if (source.begin.line == 0) return where;
   return where + ":" + std::to_string(source.begin.line) + ":" + std::to_string(source.begin.column);
 }
 
-// The same for a table key, which carries its own position (the start of the key, not its value).
-inline std::string location_of(const std::string& file, const toml::key& key) {
-  const toml::source_region& source = key.source();
-  std::string where = source.path && !source.path->empty() ? *source.path : file;
-  if (source.begin.line == 0) return where;
-  return where + ":" + std::to_string(source.begin.line) + ":" + std::to_string(source.begin.column);
+// Prefix for an error about `node` (the file alone when there is none).
+inline std::string location_of(const std::string& file, const toml::node* node) {
+  return node ? location_of(file, node->source()) : file;
 }
+
+// The same for a table key, which carries its own position (the start of the key, not its value).
+inline std::string location_of(const std::string& file, const toml::key& key) { return location_of(file, key.source()); }
 
 inline std::string toml_type_name(const toml::node& node) {
   switch (node.type()) {

@@ -31,7 +31,7 @@ const PluginCatalog& catalog() {
 void compose_and_evaluate(benchmark::State& state, const std::filesystem::path& file) {
   std::unique_ptr<Recipe> recipe = read_recipe(file);
   std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, catalog());
-  const int64_t per_node = recipe->cluster.gpus_per_node.value_or(hardware->profile().gpus_per_node);
+  const int64_t per_node = gpus_per_node(*recipe, *hardware);
   for (auto _ : state) {
     ComposedPlan composed = compose_plan(*recipe, catalog(), per_node, /*wants_schedule=*/false);
     ResultTree results = run_executor("analytic", *recipe, catalog(), composed, *hardware);
@@ -44,7 +44,7 @@ void read_compose_evaluate(benchmark::State& state, const std::filesystem::path&
   for (auto _ : state) {
     std::unique_ptr<Recipe> recipe = read_recipe(file);
     std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, catalog());
-    const int64_t per_node = recipe->cluster.gpus_per_node.value_or(hardware->profile().gpus_per_node);
+    const int64_t per_node = gpus_per_node(*recipe, *hardware);
     ComposedPlan composed = compose_plan(*recipe, catalog(), per_node, /*wants_schedule=*/false);
     ResultTree results = run_executor("analytic", *recipe, catalog(), composed, *hardware);
     benchmark::DoNotOptimize(results);

@@ -59,8 +59,8 @@ inline Evaluated evaluate_recipe(const std::string& text, const std::string& exe
   Evaluated evaluated;
   evaluated.recipe = host::parse_recipe(text, "recipe.toml");
   evaluated.hardware = host::open_hardware(*evaluated.recipe, bundled_catalog());
-  int64_t per_node = evaluated.recipe->cluster.gpus_per_node.value_or(evaluated.hardware->profile().gpus_per_node);
-  evaluated.composed = host::compose_plan(*evaluated.recipe, bundled_catalog(), per_node);
+  evaluated.composed =
+      host::compose_plan(*evaluated.recipe, bundled_catalog(), host::gpus_per_node(*evaluated.recipe, *evaluated.hardware));
   evaluated.results =
       host::run_executor(executor, *evaluated.recipe, bundled_catalog(), evaluated.composed, *evaluated.hardware);
   return evaluated;
