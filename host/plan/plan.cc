@@ -53,6 +53,20 @@ Plan::Plan(const pp_model& model, const pp_training& training, const pp_cluster&
       cluster_(cluster),
       data_parallel_size_(data_parallel_size) {
   model_.name = model_name_.c_str();
+  reset(training, data_parallel_size);
+  api_ = pp_plan_api_v1{sizeof(pp_plan_api_v1), this, &Plan::get_view, &Plan::add_axis, &Plan::set_op,
+                        &Plan::insert_op, &Plan::remove_op, &Plan::set_memory, &Plan::add_memory,
+                        &Plan::set_pipeline, &Plan::set_schedule};
+}
+
+void Plan::reset(const pp_training& training, int64_t data_parallel_size) {
+  training_ = training;
+  data_parallel_size_ = data_parallel_size;
+  axes_.clear();
+  ops_.clear();
+  memory_.clear();
+  steps_.clear();
+  pipeline_ = pp_pipeline{};
   pipeline_.struct_size = sizeof(pp_pipeline);
   pipeline_.schedule = PP_SCHEDULE_NONE;
   pipeline_.stages = 1;
@@ -60,10 +74,25 @@ Plan::Plan(const pp_model& model, const pp_training& training, const pp_cluster&
   pipeline_.micro_batches = training.global_batch / (training.micro_batch * data_parallel_size);
   pipeline_.bubble_fraction = 0.0;
   pipeline_.in_flight_micro_batches = 1.0;
-  stages_.push_back(pp_stage{sizeof(pp_stage), model.layers, 1, 1, 1.0});
-  api_ = pp_plan_api_v1{sizeof(pp_plan_api_v1), this, &Plan::get_view, &Plan::add_axis, &Plan::set_op,
-                        &Plan::insert_op, &Plan::remove_op, &Plan::set_memory, &Plan::add_memory,
-                        &Plan::set_pipeline, &Plan::set_schedule};
+  stages_.assign(1, pp_stage{sizeof(pp_stage), model_.layers, 1, 1, 1.0});
+}
+
+void Plan::save(State& state) const {
+  state.axes = axes_;
+  state.ops = ops_;
+  state.memory = memory_;
+  state.pipeline = pipeline_;
+  state.stages = stages_;
+  state.steps = steps_;
+}
+
+void Plan::restore(const State& state) {
+  axes_ = state.axes;
+  ops_ = state.ops;
+  memory_ = state.memory;
+  pipeline_ = state.pipeline;
+  stages_ = state.stages;
+  steps_ = state.steps;
 }
 
 pp_plan_view_v1 Plan::view() const {
@@ -209,32 +238,41 @@ void Plan::lay_out_mesh(const std::vector<std::string>& mesh_order) {
     if (axes_[i].parent[0] == '\0') top_level.push_back(i);
   std::stable_sort(top_level.begin(), top_level.end(),
                    [&](size_t a, size_t b) { return rank_in_order(axes_[a]) < rank_in_order(axes_[b]); });
+  std::vector<int64_t> strides(axes_.size());
+  mesh_strides(axes_, top_level, cluster_.num_gpus, strides.data());
+  for (size_t i = 0; i < axes_.size(); ++i) axes_[i].stride = strides[i];
+}
+
+void mesh_strides(std::span<const pp_mesh_axis> axes, std::span<const size_t> top_level_order, int64_t num_gpus,
+                  int64_t* strides) {
+  std::fill(strides, strides + axes.size(), int64_t{0});
   int64_t stride = 1;
-  for (size_t index : top_level) {
-    axes_[index].stride = stride;
-    stride *= axes_[index].degree;
+  for (size_t index : top_level_order) {
+    strides[index] = stride;
+    stride *= axes[index].degree;
   }
-  if (stride != cluster_.num_gpus)
+  if (stride != num_gpus)
     throw PlanError("the mesh covers " + std::to_string(stride) + " GPUs but the cluster has " +
-                    std::to_string(cluster_.num_gpus));
+                    std::to_string(num_gpus));
   // Children subdivide their parent innermost-first, in creation order.
-  for (pp_mesh_axis& parent : axes_) {
-    if (parent.parent[0] != '\0') continue;
-    int64_t child_stride = parent.stride;
+  for (size_t parent = 0; parent < axes.size(); ++parent) {
+    if (axes[parent].parent[0] != '\0') continue;
+    int64_t child_stride = strides[parent];
     int64_t covered = 1;
-    for (pp_mesh_axis& child : axes_) {
-      if (std::strcmp(child.parent, parent.name) != 0) continue;
-      child.stride = child_stride;
-      child_stride *= child.degree;
-      covered *= child.degree;
+    for (size_t child = 0; child < axes.size(); ++child) {
+      if (std::strcmp(axes[child].parent, axes[parent].name) != 0) continue;
+      strides[child] = child_stride;
+      child_stride *= axes[child].degree;
+      covered *= axes[child].degree;
     }
-    if (covered > 1 && parent.degree % covered != 0)
-      throw PlanError("axes inside '" + std::string(parent.name) + "' have degree product " + std::to_string(covered) +
-                      ", which does not divide its degree " + std::to_string(parent.degree));
+    if (covered > 1 && axes[parent].degree % covered != 0)
+      throw PlanError("axes inside '" + std::string(axes[parent].name) + "' have degree product " +
+                      std::to_string(covered) + ", which does not divide its degree " +
+                      std::to_string(axes[parent].degree));
   }
-  for (const pp_mesh_axis& axis : axes_)
-    if (axis.stride == 0)
-      throw PlanError("mesh axis '" + std::string(axis.name) + "' subdivides an axis '" + axis.parent +
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (strides[i] == 0)
+      throw PlanError("mesh axis '" + std::string(axes[i].name) + "' subdivides an axis '" + axes[i].parent +
                       "' that no strategy created");
 }
 

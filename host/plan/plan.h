@@ -10,6 +10,7 @@
 //   pp_plan_view_v1 view = plan.view();       // hand to executor->run()
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,22 @@ class Plan {
   // outermost in creation order; a child axis subdivides its parent). Throws PlanError when the
   // product of top-level degrees differs from the GPU count.
   void lay_out_mesh(const std::vector<std::string>& mesh_order);
+
+  // Everything strategies change, saved to roll back to after trying one: the search applies a
+  // strategy, explores what follows, and restores the plan for the strategy's next option.
+  struct State {
+    std::vector<pp_mesh_axis> axes;
+    std::vector<pp_op> ops;
+    std::vector<pp_memory_item> memory;
+    pp_pipeline pipeline{};
+    std::vector<pp_stage> stages;
+    std::vector<pp_schedule_step> steps;
+  };
+  void save(State& state) const;      // reuses state's storage: no allocation once it is warm
+  void restore(const State& state);
+
+  // Starts over with other training settings: no ops, no memory, no axes, one stage.
+  void reset(const pp_training& training, int64_t data_parallel_size);
 
   // The workload builder fills these directly; everyone else edits through api().
   std::vector<pp_op>& ops() { return ops_; }
@@ -69,5 +86,12 @@ class Plan {
   std::vector<pp_schedule_step> steps_;
   pp_plan_api_v1 api_{};
 };
+
+// The stride of every axis when the top-level axes are laid innermost-first in `top_level_order`
+// (indices into `axes`; every top-level axis exactly once); child axes subdivide their parent
+// innermost-first in creation order. Writes one stride per axis into `strides`. Throws PlanError
+// when the top-level degrees do not multiply to `num_gpus` or children do not divide a parent.
+void mesh_strides(std::span<const pp_mesh_axis> axes, std::span<const size_t> top_level_order, int64_t num_gpus,
+                  int64_t* strides);
 
 }  // namespace paraplan::host

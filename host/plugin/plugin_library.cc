@@ -48,7 +48,7 @@ uint32_t advertised_major(const std::vector<std::string>& symbols) {
 void check_kind_table(const std::filesystem::path& file, const pp_plugin_v1& metadata) {
   switch (metadata.kind) {
     case PP_KIND_STRATEGY:
-      if (!metadata.strategy || metadata.strategy->struct_size < sizeof(pp_strategy_v1) ||
+      if (!metadata.strategy || metadata.strategy->struct_size < PP_STRATEGY_V1_0_SIZE ||
           !metadata.strategy->create || !metadata.strategy->destroy || !metadata.strategy->apply)
         refuse(file, "strategy plugin without a complete strategy function table");
       return;
@@ -58,7 +58,7 @@ void check_kind_table(const std::filesystem::path& file, const pp_plugin_v1& met
         refuse(file, "hardware plugin without a complete hardware function table");
       return;
     case PP_KIND_EXECUTOR:
-      if (!metadata.executor || metadata.executor->struct_size < sizeof(pp_executor_v1) ||
+      if (!metadata.executor || metadata.executor->struct_size < PP_EXECUTOR_V1_0_SIZE ||
           !metadata.executor->create || !metadata.executor->destroy || !metadata.executor->run)
         refuse(file, "executor plugin without a complete executor function table");
       return;

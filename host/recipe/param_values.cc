@@ -61,22 +61,39 @@ std::string describe_param_default(const pp_param_spec& spec) {
   return "";
 }
 
-ParamValues ParamValues::bind(const pp_plugin_v1& plugin, const toml::table* table, const std::string& key_path,
-                              const std::string& file, const std::vector<std::string>& host_keys) {
+void ParamValues::check_keys(const pp_plugin_v1& plugin, const toml::table* table, const std::string& key_path,
+                             const std::string& file, const std::vector<std::string>& host_keys) {
+  if (!table) return;
   std::vector<std::string> valid_keys = host_keys;
   for (uint32_t i = 0; i < plugin.param_count; ++i) valid_keys.emplace_back(plugin.params[i].name);
-
-  if (table) {
-    for (const auto& [key, node] : *table) {
-      std::string name(key.str());
-      bool known = false;
-      for (const std::string& valid : valid_keys) known = known || valid == name;
-      if (!known)
-        throw InputError(location_of(file, key) + ": " + key_path + "." + name + ": unknown key for plugin '" +
-                         plugin.name + "'" + did_you_mean(name, valid_keys));
-    }
+  for (const auto& [key, node] : *table) {
+    std::string name(key.str());
+    bool known = false;
+    for (const std::string& valid : valid_keys) known = known || valid == name;
+    if (!known)
+      throw InputError(location_of(file, key) + ": " + key_path + "." + name + ": unknown key for plugin '" +
+                       plugin.name + "'" + did_you_mean(name, valid_keys));
   }
+}
 
+ParamValues ParamValues::bind(const pp_plugin_v1& plugin, const toml::table* table, const std::string& key_path,
+                              const std::string& file, const std::vector<std::string>& host_keys) {
+  check_keys(plugin, table, key_path, file, host_keys);
+  std::vector<std::pair<std::string, const toml::node*>> nodes;
+  for (uint32_t i = 0; table && i < plugin.param_count; ++i)
+    if (const toml::node* node = table->get(plugin.params[i].name)) nodes.emplace_back(plugin.params[i].name, node);
+  return bind(plugin, nodes, key_path, file);
+}
+
+ParamValues ParamValues::bind(const pp_plugin_v1& plugin, const std::vector<std::pair<std::string, const toml::node*>>& nodes,
+                              const std::string& key_path, const std::string& file) {
+  for (const auto& [name, node] : nodes) {
+    bool known = false;
+    for (uint32_t i = 0; i < plugin.param_count; ++i) known = known || name == plugin.params[i].name;
+    if (!known)
+      throw InputError(location_of(file, node) + ": " + key_path + "." + name + ": unknown key for plugin '" +
+                       plugin.name + "'");
+  }
   ParamValues bound;
   for (uint32_t i = 0; i < plugin.param_count; ++i) {
     const pp_param_spec& spec = plugin.params[i];
@@ -89,7 +106,9 @@ ParamValues ParamValues::bind(const pp_plugin_v1& plugin, const toml::table* tab
     value.bool_value = spec.default_bool;
     std::string text = spec.default_string ? spec.default_string : "";
 
-    const toml::node* node = table ? table->get(spec.name) : nullptr;
+    const toml::node* node = nullptr;
+    for (const auto& [name, given] : nodes)
+      if (name == spec.name) node = given;
     if (node) {
       std::string where = location_of(file, node) + ": " + key_path + "." + spec.name + ": ";
       auto wrong_type = [&](const char* expected) {

@@ -22,6 +22,14 @@ class ParamValues {
   static ParamValues bind(const pp_plugin_v1& plugin, const toml::table* table, const std::string& key_path,
                           const std::string& file, const std::vector<std::string>& host_keys = {});
 
+  // The same for values given key by key (nodes keep their position in the recipe when they
+  // come from it): the search binds one value of a recipe array at a time this way.
+  static ParamValues bind(const pp_plugin_v1& plugin, const std::vector<std::pair<std::string, const toml::node*>>& nodes,
+                          const std::string& key_path, const std::string& file);
+  // Only the unknown-key check of bind().
+  static void check_keys(const pp_plugin_v1& plugin, const toml::table* table, const std::string& key_path,
+                         const std::string& file, const std::vector<std::string>& host_keys = {});
+
   ParamValues() = default;
   ParamValues(ParamValues&&) = default;
   ParamValues& operator=(ParamValues&&) = default;

@@ -38,8 +38,17 @@ struct ClusterSpec {
 struct StrategyEntry {
   std::string name;
   std::optional<int64_t> degree;
+  std::vector<int64_t> degree_choices;  // search: the degrees to try; empty = what the plugin allows
   std::string key_path;            // "strategy[1]" (0-based, as in the file's order)
   const toml::table* table = nullptr;  // owned by Recipe::document
+};
+
+// What `paraplan search` may vary (read with RecipeReaderOptions::search). An empty list means
+// every value the search knows; a written value (or array of values) is all it tries.
+struct SearchChoices {
+  std::vector<int64_t> micro_batches;
+  std::vector<pp_recompute> recomputes;
+  bool mesh_order_given = false;
 };
 
 struct Recipe {
@@ -52,6 +61,7 @@ struct Recipe {
   ClusterSpec cluster;
   std::vector<StrategyEntry> strategies;
   const toml::table* executor_table = nullptr;  // [executor], may be null
+  SearchChoices search;
 
   Recipe() = default;
   Recipe(const Recipe&) = delete;  // model.shape.name points into this object

@@ -96,6 +96,40 @@ class TableReader {
     }
     return items;
   }
+  // `paraplan search` choices: an integer, an array of integers (the set to try) or "auto" (an
+  // empty list: whatever the search knows). Absent: std::nullopt.
+  std::optional<std::vector<int64_t>> integer_choices(const std::string& key, int64_t minimum) {
+    const toml::node* node = lookup(key);
+    if (!node) return std::nullopt;
+    if (node->value_exact<std::string>() == std::optional<std::string>("auto")) return std::vector<int64_t>{};
+    std::vector<const toml::node*> items = elements(node, key, "an integer, an array of integers or \"auto\"");
+    std::vector<int64_t> values;
+    for (const toml::node* item : items) {
+      auto value = item->value_exact<int64_t>();
+      if (!value) fail(item, key, "expected an integer, an array of integers or \"auto\", got " + toml_type_name(*item));
+      if (*value < minimum) fail(item, key, "must be >= " + std::to_string(minimum) + ", got " + std::to_string(*value));
+      values.push_back(*value);
+    }
+    return values;
+  }
+  // Like integer_choices for a string key with allowed values.
+  std::optional<std::vector<std::string>> string_choices(const std::string& key, const std::vector<std::string>& allowed) {
+    const toml::node* node = lookup(key);
+    if (!node) return std::nullopt;
+    if (node->value_exact<std::string>() == std::optional<std::string>("auto")) return std::vector<std::string>{};
+    std::vector<std::string> values;
+    for (const toml::node* item : elements(node, key, "a string, an array of strings or \"auto\"")) {
+      auto value = item->value_exact<std::string>();
+      if (!value || std::find(allowed.begin(), allowed.end(), *value) == allowed.end()) {
+        std::string options;
+        for (const std::string& option : allowed) options += (options.empty() ? "" : "|") + option;
+        fail(item, key, "expected one of " + options + " (or an array of them, or \"auto\")" +
+                            (value ? did_you_mean(*value, allowed) : ""));
+      }
+      values.push_back(*value);
+    }
+    return values;
+  }
   // Marks keys as known without reading them (e.g. keys another component validates).
   void allow(const std::vector<std::string>& keys) { known_.insert(known_.end(), keys.begin(), keys.end()); }
 
@@ -121,6 +155,17 @@ class TableReader {
     known_.push_back(key);
     const toml::node* node = table_ ? table_->get(key) : nullptr;
     return node || !fallback_ ? node : fallback_->get(key);
+  }
+  // A scalar as a one-element list; a non-empty array's elements.
+  std::vector<const toml::node*> elements(const toml::node* node, const std::string& key, const std::string& expected) {
+    std::vector<const toml::node*> items;
+    if (const toml::array* array = node->as_array()) {
+      if (array->empty()) fail(node, key, "expected " + expected + ", got an empty array");
+      for (const toml::node& item : *array) items.push_back(&item);
+    } else {
+      items.push_back(node);
+    }
+    return items;
   }
   std::string qualified(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
@@ -231,19 +276,38 @@ void read_model(Recipe& recipe, const toml::table* model_table, const RecipeRead
   shape.name = recipe.model.name.c_str();
 }
 
-void read_training(Recipe& recipe, const toml::table* table) {
+pp_recompute recompute_of(const std::string& name) {
+  return name == "full" ? PP_RECOMPUTE_FULL : name == "selective" ? PP_RECOMPUTE_SELECTIVE : PP_RECOMPUTE_NONE;
+}
+
+// Search mode: micro_batch and recompute may be sets or "auto", and are searched when absent.
+void read_training_choices(Recipe& recipe, TableReader& reader, const toml::table& table) {
+  pp_training& training = recipe.training;
+  recipe.search.micro_batches = reader.integer_choices("micro_batch", 1).value_or(std::vector<int64_t>{});
+  for (int64_t micro_batch : recipe.search.micro_batches)
+    if (training.global_batch % micro_batch != 0)
+      reader.fail(table.get("micro_batch"), "micro_batch",
+                  std::to_string(micro_batch) + " does not divide global_batch = " + std::to_string(training.global_batch));
+  training.micro_batch = recipe.search.micro_batches.empty() ? 1 : recipe.search.micro_batches.front();
+  for (const std::string& name : reader.string_choices("recompute", {"none", "selective", "full"}).value_or(std::vector<std::string>{}))
+    recipe.search.recomputes.push_back(recompute_of(name));
+  training.recompute = recipe.search.recomputes.empty() ? PP_RECOMPUTE_NONE : recipe.search.recomputes.front();
+}
+
+void read_training(Recipe& recipe, const toml::table* table, bool search) {
   if (!table) throw InputError(recipe.file + ": [training]: the recipe has no [training] table");
   TableReader reader(table, "training", recipe.file);
   pp_training& training = recipe.training;
   training.struct_size = sizeof(pp_training);
   training.global_batch = reader.required_integer("global_batch", 1);
-  training.micro_batch = reader.integer("micro_batch", 1).value_or(1);
+  if (search) {
+    read_training_choices(recipe, reader, *table);
+  } else {
+    training.micro_batch = reader.integer("micro_batch", 1).value_or(1);
+    training.recompute = recompute_of(reader.choice("recompute", {"none", "selective", "full"}).value_or("none"));
+  }
   std::string precision = reader.choice("precision", {"bf16", "fp16", "fp8"}).value_or("bf16");
   training.precision = precision == "fp16" ? PP_PRECISION_FP16 : precision == "fp8" ? PP_PRECISION_FP8 : PP_PRECISION_BF16;
-  std::string recompute = reader.choice("recompute", {"none", "selective", "full"}).value_or("none");
-  training.recompute = recompute == "full" ? PP_RECOMPUTE_FULL
-                       : recompute == "selective" ? PP_RECOMPUTE_SELECTIVE
-                                                  : PP_RECOMPUTE_NONE;
   std::string optimizer = reader.choice("optimizer", {"adam", "sgd"}).value_or("adam");
   training.optimizer = optimizer == "sgd" ? PP_OPTIMIZER_SGD : PP_OPTIMIZER_ADAM;
   recipe.flash_attention = reader.boolean("flash_attention").value_or(true);
@@ -273,11 +337,13 @@ void read_cluster(Recipe& recipe, const toml::table* table, const std::filesyste
   }
   cluster.num_gpus = reader.required_integer("num_gpus", 1);
   cluster.gpus_per_node = reader.integer("gpus_per_node", 1);
-  cluster.mesh_order = reader.string_list("mesh_order").value_or(default_mesh_order());
+  auto mesh_order = reader.string_list("mesh_order");
+  recipe.search.mesh_order_given = mesh_order.has_value();
+  cluster.mesh_order = mesh_order.value_or(default_mesh_order());
   reader.reject_unknown_keys();
 }
 
-void read_strategies(Recipe& recipe, const toml::table& document) {
+void read_strategies(Recipe& recipe, const toml::table& document, bool search) {
   const toml::node* node = document.get("strategy");
   if (!node) return;
   const toml::array* array = node->as_array();
@@ -292,7 +358,12 @@ void read_strategies(Recipe& recipe, const toml::table& document) {
     auto name = reader.string("name");
     if (!name || name->empty()) reader.fail(nullptr, "name", "is required (the strategy plugin's name)");
     entry.name = *name;
-    entry.degree = reader.integer("degree", 1);
+    if (search) {
+      entry.degree_choices = reader.integer_choices("degree", 1).value_or(std::vector<int64_t>{});
+      if (entry.degree_choices.size() == 1) entry.degree = entry.degree_choices.front();
+    } else {
+      entry.degree = reader.integer("degree", 1);
+    }
     for (const StrategyEntry& earlier : recipe.strategies)
       if (earlier.name == entry.name)
         reader.fail(table->get("name"), "name", "strategy '" + entry.name + "' appears twice (also " + earlier.key_path + ")");
@@ -313,9 +384,9 @@ std::unique_ptr<Recipe> build_recipe(toml::table document, const std::string& fi
   top.reject_unknown_keys();
   std::filesystem::path recipe_path(file_name);
   read_model(*recipe, subtable(root, "model", file_name), options, recipe_path);
-  read_training(*recipe, subtable(root, "training", file_name));
+  read_training(*recipe, subtable(root, "training", file_name), options.search);
   read_cluster(*recipe, subtable(root, "cluster", file_name), recipe_path);
-  read_strategies(*recipe, root);
+  read_strategies(*recipe, root, options.search);
   recipe->executor_table = subtable(root, "executor", file_name);
   return recipe;
 }

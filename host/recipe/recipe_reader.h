@@ -16,6 +16,9 @@ namespace paraplan::host {
 struct RecipeReaderOptions {
   std::vector<std::filesystem::path> model_directories;  // searched for presets after the recipe's own
   std::vector<std::string> overrides;                    // "key=value", applied in order (recipe_overrides.h)
+  // `paraplan search`: training.micro_batch, training.recompute and a strategy's degree may be
+  // arrays (the set to try) or "auto", and fill Recipe::search (recipe.h).
+  bool search = false;
 };
 
 std::unique_ptr<Recipe> read_recipe(const std::filesystem::path& file, const RecipeReaderOptions& options = {});

@@ -31,14 +31,17 @@ inline pp_status accept_apply(void*, const pp_strategy_context*, const pp_plan_a
   return PP_OK;
 }
 
+// Sized as an ABI 1.0 table (no search space): the host must not read past struct_size.
 inline constexpr pp_strategy_v1 accepting_strategy = {
-    .struct_size = sizeof(pp_strategy_v1),
+    .struct_size = PP_STRATEGY_V1_0_SIZE,
     .apply_order = 100,
     .flags = 0,
     .create = accept_create,
     .destroy = accept_destroy,
     .validate = accept_validate,
     .apply = accept_apply,
+    .search_cases = nullptr,
+    .search_case_count = 0,
 };
 
 // Metadata of a strategy plugin; the caller states the ABI version it claims to be built for.

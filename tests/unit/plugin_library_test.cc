@@ -21,17 +21,17 @@ TEST(PluginLibrary, LoadsAGoodPluginOfEachKind) {
 
 TEST(PluginLibrary, RefusesAnotherMajorNamingBothVersions) {
   expect_error<PluginLoadError>([] { load_plugin_library(PARAPLAN_TEST_PLUGIN_ABI_MAJOR_FILE); },
-                                {PARAPLAN_TEST_PLUGIN_ABI_MAJOR_FILE, "built for SDK ABI 2.0", "this host supports ABI 1.0"});
+                                {PARAPLAN_TEST_PLUGIN_ABI_MAJOR_FILE, "built for SDK ABI 2.1", "this host supports ABI 1.1"});
 }
 
 TEST(PluginLibrary, RefusesAFutureEntryPointWithoutLoadingIt) {
   expect_error<PluginLoadError>([] { load_plugin_library(PARAPLAN_TEST_PLUGIN_ABI_V2_ONLY_FILE); },
-                                {PARAPLAN_TEST_PLUGIN_ABI_V2_ONLY_FILE, "built for SDK ABI 2.x", "supports ABI 1.0"});
+                                {PARAPLAN_TEST_PLUGIN_ABI_V2_ONLY_FILE, "built for SDK ABI 2.x", "supports ABI 1.1"});
 }
 
 TEST(PluginLibrary, RefusesANewerMinor) {
   expect_error<PluginLoadError>([] { load_plugin_library(PARAPLAN_TEST_PLUGIN_ABI_MINOR_FILE); },
-                                {"built for SDK ABI 1.1", "newer than this host's ABI 1.0"});
+                                {"built for SDK ABI 1.2", "newer than this host's ABI 1.1"});
 }
 
 TEST(PluginLibrary, RefusesALibraryWithoutEntryPoint) {

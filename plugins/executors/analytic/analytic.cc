@@ -14,6 +14,7 @@
 
 #include "paraplan/cost_model.hpp"
 #include "paraplan/sdk.hpp"
+#include "plan_figures.h"
 #include "stage_cost.h"
 
 namespace {
@@ -70,6 +71,12 @@ class Analytic : public paraplan::Executor {
     report_communication(results, stages);
     report_time(results, pace, stages[longest_tail], micro_batches, bubble_s, step_s, pipeline);
     report_throughput(results, plan, stages, step_s, profile);
+  }
+
+  // The search's batched figures (plan_figures.h).
+  void evaluate(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, std::span<const int64_t> strides,
+                uint32_t layouts, pp_plan_figures* figures) {
+    analytic::plan_figures(plan, hardware, overhead_bytes_, strides, layouts, figures);
   }
 
  private:

@@ -14,51 +14,12 @@ double sum(const OwnerSeconds& values) {
   return total;
 }
 
-// How often a scope's items repeat on this stage: per layer held, or once if the stage has it.
-double multiplicity(pp_scope scope, const pp_stage& stage) {
-  switch (scope) {
-    case PP_SCOPE_LAYER: return static_cast<double>(stage.layers);
-    case PP_SCOPE_EMBEDDING: return stage.has_embedding ? 1.0 : 0.0;
-    case PP_SCOPE_HEAD: return stage.has_head ? 1.0 : 0.0;
-    case PP_SCOPE_STEP: return 1.0;
-  }
-  return 0.0;
-}
-
 // nccl-tests bus bytes: what each rank puts on the wire for one collective of buffer size n.
 double bytes_on_wire(const pp_op& op, double ranks) {
   if (op.kind == PP_OP_SEND_RECV) return op.bytes;
   if (ranks <= 1) return 0.0;
   double fraction = (ranks - 1.0) / ranks;
   return op.collective == PP_COLLECTIVE_ALL_REDUCE ? 2.0 * fraction * op.bytes : fraction * op.bytes;
-}
-
-double op_time(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_op& op) {
-  const pp_hardware_profile& profile = *hardware.profile;
-  switch (op.kind) {
-    case PP_OP_GEMM: {
-      double count = op.count > 0 ? op.count : 1.0;
-      double forward_flops = 2.0 * op.m * op.n * op.k * count;
-      // A backward op carries both gradient GEMMs: price the forward shape and scale by the work.
-      double scale = forward_flops > 0 ? op.flops / forward_flops : 0.0;
-      return scale * count * paraplan::cost::gemm_time(hardware, op.m, op.n, op.k, op.dtype);
-    }
-    case PP_OP_ATTENTION: {
-      double efficiency = profile.attention_efficiency > 0 ? profile.attention_efficiency : 0.5;
-      return op.flops / (paraplan::cost::peak_flops(profile, op.dtype) * efficiency);
-    }
-    case PP_OP_MEMORY: return paraplan::cost::memory_time(profile, op.bytes);
-    case PP_OP_COLLECTIVE: {
-      const pp_mesh_axis& axis = plan.axes()[static_cast<size_t>(op.axis)];
-      return paraplan::cost::collective_time(hardware, op.collective, op.bytes, axis.degree, axis.stride);
-    }
-    case PP_OP_SEND_RECV: {
-      const pp_mesh_axis& axis = plan.axes()[static_cast<size_t>(op.axis)];
-      return paraplan::cost::default_send_time(profile, op.bytes, axis.stride);
-    }
-    case PP_OP_HOST_TRANSFER: return paraplan::cost::host_transfer_time(profile, op.bytes);
-  }
-  return 0.0;
 }
 
 void add_to(OwnerSeconds& totals, std::string_view owner, double value) {
@@ -76,6 +37,48 @@ void add_to_phase(PhaseCost& phase, const pp_op& op, double seconds) {
 }
 
 }  // namespace
+
+double multiplicity(pp_scope scope, const pp_stage& stage) {
+  switch (scope) {
+    case PP_SCOPE_LAYER: return static_cast<double>(stage.layers);
+    case PP_SCOPE_EMBEDDING: return stage.has_embedding ? 1.0 : 0.0;
+    case PP_SCOPE_HEAD: return stage.has_head ? 1.0 : 0.0;
+    case PP_SCOPE_STEP: return 1.0;
+  }
+  return 0.0;
+}
+
+double op_time(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_op& op,
+               const int64_t* strides) {
+  const pp_hardware_profile& profile = *hardware.profile;
+  switch (op.kind) {
+    case PP_OP_GEMM: {
+      double count = op.count > 0 ? op.count : 1.0;
+      double forward_flops = 2.0 * op.m * op.n * op.k * count;
+      // A backward op carries both gradient GEMMs: price the forward shape and scale by the work.
+      double scale = forward_flops > 0 ? op.flops / forward_flops : 0.0;
+      return scale * count * paraplan::cost::gemm_time(hardware, op.m, op.n, op.k, op.dtype);
+    }
+    case PP_OP_ATTENTION: {
+      double efficiency = profile.attention_efficiency > 0 ? profile.attention_efficiency : 0.5;
+      return op.flops / (paraplan::cost::peak_flops(profile, op.dtype) * efficiency);
+    }
+    case PP_OP_MEMORY: return paraplan::cost::memory_time(profile, op.bytes);
+    case PP_OP_COLLECTIVE: {
+      const size_t index = static_cast<size_t>(op.axis);
+      const pp_mesh_axis& axis = plan.axes()[index];
+      return paraplan::cost::collective_time(hardware, op.collective, op.bytes, axis.degree,
+                                             strides ? strides[index] : axis.stride);
+    }
+    case PP_OP_SEND_RECV: {
+      const size_t index = static_cast<size_t>(op.axis);
+      return paraplan::cost::default_send_time(profile, op.bytes, strides ? strides[index] : plan.axes()[index].stride);
+    }
+    case PP_OP_HOST_TRANSFER: return paraplan::cost::host_transfer_time(profile, op.bytes);
+  }
+  return 0.0;
+}
+
 
 double PhaseCost::critical_total() const { return sum(critical_comm_s); }
 double PhaseCost::overlappable_total() const { return sum(overlappable_comm_s); }

@@ -86,6 +86,10 @@ class ExpertParallel : public paraplan::Strategy {
                                        "token dispatcher (Megatron --moe-token-dispatcher-type)")}};
   }
 
+  // Every degree from 2 dividing the experts and the data-parallel size; the routing settings
+  // describe the model and stay as the recipe sets them.
+  static std::vector<paraplan::SearchCase> search_space() { return {paraplan::SearchCase::degrees(2)}; }
+
   explicit ExpertParallel(const paraplan::Params& params)
       : capacity_factor_(params.float_value("capacity_factor")),
         pad_to_capacity_(params.bool_value("pad_to_capacity")),

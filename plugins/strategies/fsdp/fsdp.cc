@@ -26,6 +26,8 @@ class Fsdp : public paraplan::Strategy {
                                        "overlap gradient reduction with backward and prefetch stage-3 all-gathers")}};
   }
 
+  static std::vector<paraplan::SearchCase> search_space() { return {paraplan::SearchCase::degrees(1).choose("stage", {"0", "1", "2", "3"})}; }
+
   explicit Fsdp(const paraplan::Params& params)
       : zero_(kName, params.int_value("stage"), params.bool_value("overlap")) {}
 

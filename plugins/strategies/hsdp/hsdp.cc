@@ -44,6 +44,12 @@ class HybridShardedDataParallel : public paraplan::Strategy {
                                        "overlap gradient reductions with backward and prefetch stage-3 all-gathers")}};
   }
 
+  // Shard groups of one node (0) and of 2, 4 and 8 nodes of 8 GPUs; a group that does not divide
+  // the degree is rejected by validate().
+  static std::vector<paraplan::SearchCase> search_space() {
+    return {paraplan::SearchCase::degrees(1).choose("stage", {"1", "2", "3"}).choose("shard_group", {"0", "16", "32", "64"})};
+  }
+
   explicit HybridShardedDataParallel(const paraplan::Params& params)
       : shard_group_(params.int_value("shard_group")),
         zero_(kName, params.int_value("stage"), params.bool_value("overlap")) {}

@@ -61,7 +61,21 @@ class PipelineParallel : public paraplan::Strategy {
              .at_least(0),
          paraplan::ParamSpec::Int("last_stage_layers", 0,
                                   "layers on the last stage (which also runs the output head); 0 = its even share")
-             .at_least(0)}};
+             .at_least(0),
+         paraplan::ParamSpec::Bool("trim_ends", false,
+                                   "when pp does not divide the layers: ceil(layers/pp) on the middle stages, the rest "
+                                   "shared by the first and last (Llama 3 405B: 126 layers on 16 stages = 7, 8 x 14, 7)")}};
+  }
+
+  // GPipe is left out: the same bubble as 1F1B with every micro-batch's activations held.
+  // Layer counts pp does not divide are split the Llama 3 way (trim_ends); explicit end stage
+  // sizes stay as the recipe sets them.
+  static std::vector<paraplan::SearchCase> search_space() {
+    return {paraplan::SearchCase::degrees(2).choose("schedule", {"1f1b", "zero-bubble"}).choose("trim_ends", {"true"}),
+            paraplan::SearchCase::degrees(2)
+                .choose("schedule", {"interleaved-1f1b"})
+                .choose("virtual_stages", {"2", "3", "4", "6"})
+                .choose("trim_ends", {"true"})};
   }
 
   explicit PipelineParallel(const paraplan::Params& params)
@@ -69,7 +83,8 @@ class PipelineParallel : public paraplan::Strategy {
         schedule_(schedule_kind(schedule_name_)),
         virtual_stages_(params.int_value("virtual_stages")),
         first_stage_layers_(params.int_value("first_stage_layers")),
-        last_stage_layers_(params.int_value("last_stage_layers")) {}
+        last_stage_layers_(params.int_value("last_stage_layers")),
+        trim_ends_(params.bool_value("trim_ends")) {}
 
   void validate(const paraplan::StrategyContext& context) override {
     if (schedule_ == PP_SCHEDULE_INTERLEAVED_1F1B && virtual_stages_ < 2)
@@ -123,7 +138,7 @@ class PipelineParallel : public paraplan::Strategy {
  private:
   std::vector<int64_t> layout(const paraplan::StrategyContext& context) const {
     return pp_strategy::split_layers(
-        {context.model.layers, context.degree, first_stage_layers_, last_stage_layers_, virtual_stages_});
+        {context.model.layers, context.degree, first_stage_layers_, last_stage_layers_, virtual_stages_, trim_ends_});
   }
 
   // The tensor that crosses a stage boundary is a layer's input (its gradient going back).
@@ -157,6 +172,7 @@ class PipelineParallel : public paraplan::Strategy {
   int64_t virtual_stages_;
   int64_t first_stage_layers_;
   int64_t last_stage_layers_;
+  bool trim_ends_;
 };
 
 }  // namespace

@@ -56,6 +56,20 @@ std::vector<int64_t> uneven_split(const StageLayoutRequest& request) {
   return layers;
 }
 
+// The middle stages full, the ends sharing what is left: (L - (p-2)·ceil(L/p)) / 2 each.
+std::vector<int64_t> trimmed_ends_split(const StageLayoutRequest& request) {
+  const int64_t p = request.stages, middle = (request.layers + p - 1) / p;
+  const int64_t ends = request.layers - (p - 2) * middle;
+  if (p < 3 || ends < 2)
+    throw ConstraintError("pp = " + text(p) + " does not divide the model's " + text(request.layers) +
+                          " layers, and trimming the end stages leaves them " + text(ends < 0 ? 0 : ends) +
+                          " layers to share");
+  std::vector<int64_t> layers(static_cast<size_t>(p), middle);
+  layers.front() = ends / 2;
+  layers.back() = ends - ends / 2;
+  return layers;
+}
+
 }  // namespace
 
 std::vector<int64_t> split_layers(const StageLayoutRequest& request) {
@@ -63,7 +77,8 @@ std::vector<int64_t> split_layers(const StageLayoutRequest& request) {
     throw ConstraintError("pp = " + text(request.stages) + " is more than the model's " + text(request.layers) +
                           " layers; every pipeline stage needs at least one layer");
   const bool uneven = request.first_stage_layers > 0 || request.last_stage_layers > 0;
-  std::vector<int64_t> layers = uneven ? uneven_split(request) : even_split(request);
+  const bool trimmed = !uneven && request.trim_ends && request.layers % request.stages != 0;
+  std::vector<int64_t> layers = uneven ? uneven_split(request) : trimmed ? trimmed_ends_split(request) : even_split(request);
   if (request.virtual_stages > 1) {
     for (size_t stage = 0; stage < layers.size(); ++stage)
       if (layers[stage] % request.virtual_stages != 0)

@@ -9,6 +9,7 @@
 //   StageLayoutRequest request{.layers = 80, .stages = 8, .first_stage_layers = 4, .last_stage_layers = 4};
 //   split_layers(request)  ->  {4, 12, 12, 12, 12, 12, 12, 4}
 //
+// trim_ends asks for the Llama 3 layout when p does not divide L (see the field).
 // Every impossible request throws paraplan::ConstraintError with one sentence naming the numbers.
 #pragma once
 
@@ -23,6 +24,10 @@ struct StageLayoutRequest {
   int64_t first_stage_layers = 0;  // 0: no request, the stage takes its even share
   int64_t last_stage_layers = 0;   // 0: no request
   int64_t virtual_stages = 1;      // model chunks per rank; each stage's layers must divide by it
+  // When p does not divide L and no end stage is requested: the middle stages take ceil(L/p)
+  // layers and the first and last split the rest (Llama 3 405B: 126 layers on 16 stages are
+  // 7, 8 x 14, 7: "one layer fewer on the first and the last stage", Llama Team 2024, sec. 3.3.2).
+  bool trim_ends = false;
 };
 
 // The layers of each stage, first to last; they add up to request.layers.

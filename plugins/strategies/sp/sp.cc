@@ -42,6 +42,12 @@ class SequenceParallel : public paraplan::Strategy {
 
   explicit SequenceParallel(const paraplan::Params& params) : mode_(params.string_value("mode")) {}
 
+  // Megatron SP rides on the tp axis (degree 1); context parallelism takes degrees from 2.
+  static std::vector<paraplan::SearchCase> search_space() {
+    return {paraplan::SearchCase::degrees(1, 1).choose("mode", {"megatron"}),
+            paraplan::SearchCase::degrees(2).choose("mode", {"ring", "ulysses"})};
+  }
+
   void validate(const paraplan::StrategyContext& context) override {
     const int64_t c = context.degree;
     const pp_model& model = context.model;

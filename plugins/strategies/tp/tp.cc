@@ -40,6 +40,9 @@ class TensorParallel : public paraplan::Strategy {
 
   explicit TensorParallel(const paraplan::Params& params) : overlap_(params.bool_value("overlap")) {}
 
+  // Every degree from 2 that validate() accepts; overlap stays as the recipe sets it.
+  static std::vector<paraplan::SearchCase> search_space() { return {paraplan::SearchCase::degrees(2)}; }
+
   void validate(const paraplan::StrategyContext& context) override {
     const int64_t t = context.degree;
     const pp_model& model = context.model;

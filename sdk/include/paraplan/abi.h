@@ -7,6 +7,10 @@
  *
  * Compatibility rule (checked by the host at load time):
  *   plugin.abi_major == PP_ABI_MAJOR  and  plugin.abi_minor <= host's PP_ABI_MINOR
+ *
+ * History: 1.0 the first release; 1.1 appends the search space to pp_strategy_v1 and the
+ * batched figures function to pp_executor_v1 (a 1.0 plugin loads unchanged: the host reads an
+ * appended field only when the plugin's struct_size covers it).
  */
 #ifndef PARAPLAN_ABI_H
 #define PARAPLAN_ABI_H
@@ -15,7 +19,7 @@
 #include <stdint.h>
 
 #define PP_ABI_MAJOR 1
-#define PP_ABI_MINOR 0
+#define PP_ABI_MINOR 1
 
 #ifdef __cplusplus
 #define PP_EXTERN_C extern "C"

@@ -28,6 +28,16 @@ enum {
   PP_EXECUTOR_WALKS_SCHEDULE = 1u << 0
 };
 
+/* The figures `paraplan search` ranks candidates by (ABI 1.1). */
+typedef struct pp_plan_figures {
+  uint32_t struct_size;
+  double step_s;               /* one optimizer step */
+  double memory_per_gpu_bytes; /* the most loaded GPU */
+  double memory_capacity_bytes;
+  double tokens_per_s_per_gpu;
+  double mfu;                  /* model FLOPs utilisation, 0..1 */
+} pp_plan_figures;
+
 typedef struct pp_executor_v1 {
   uint32_t struct_size;
   pp_status (*create)(const pp_param_set* params, void** instance, pp_error* error);
@@ -36,6 +46,18 @@ typedef struct pp_executor_v1 {
                    const pp_hardware_binding_v1* hardware, const pp_result_sink_v1* results,
                    pp_error* error);
   uint32_t flags;
+  /* ABI 1.1, optional (NULL: the host calls run() once per layout and reads the same figures
+   * from its keys). The search's inner loop: figures for one plan under `layout_count` mesh
+   * layouts at once. Layout i gives every axis's stride: strides[i * plan->axis_count + axis]
+   * (the plan's own strides are ignored). Memory does not depend on the layout; with
+   * layout_count == 0 only figures[0]'s memory fields are filled, so the host can reject a plan
+   * that does not fit before it times any layout. */
+  pp_status (*evaluate)(void* instance, const pp_plan_view_v1* plan, const pp_hardware_binding_v1* hardware,
+                        const int64_t* strides, uint32_t layout_count, pp_plan_figures* figures,
+                        pp_error* error);
 } pp_executor_v1;
+
+/* The size of the ABI 1.0 table: a plugin built against 1.0 passes this as struct_size. */
+#define PP_EXECUTOR_V1_0_SIZE offsetof(pp_executor_v1, evaluate)
 
 #endif /* PARAPLAN_EXECUTOR_H */

@@ -17,6 +17,11 @@
 //   };
 //   PARAPLAN_PLUGIN(Doubler)
 //
+// A strategy may also declare what `paraplan search` tries (strategy.h, search cases):
+//     static std::vector<paraplan::SearchCase> search_space() {
+//       return {paraplan::SearchCase::degrees(2).choose("factor", {"2", "4"})};
+//     }
+//
 // Hardware plugins derive from paraplan::Hardware, executors from paraplan::Executor. A hardware
 // class may define `double gemm_time(double m, double n, double k, pp_dtype)` and/or
 // `double collective_time(pp_collective, double bytes, int64_t group, int64_t stride)`; when it
@@ -122,6 +127,26 @@ struct ParamSpec {
     spec.type = type;
     spec.doc = std::move(doc);
     return spec;
+  }
+};
+
+// One region of a strategy's search space (pp_search_case): degrees from min_degree to
+// max_degree (0: no limit) that divide what the strategy may take, times every combination of
+// the listed parameter values (written as in a recipe).
+struct SearchCase {
+  int64_t min_degree = 1;
+  int64_t max_degree = 0;
+  std::vector<std::pair<std::string, std::vector<std::string>>> choices;
+
+  static SearchCase degrees(int64_t min, int64_t max = 0) {
+    SearchCase region;
+    region.min_degree = min;
+    region.max_degree = max;
+    return region;
+  }
+  SearchCase& choose(std::string param, std::vector<std::string> values) {
+    choices.emplace_back(std::move(param), std::move(values));
+    return *this;
   }
 };
 
@@ -289,6 +314,8 @@ class Strategy {
   static constexpr pp_plugin_kind kind = PP_KIND_STRATEGY;
   static constexpr int32_t apply_order = 100;
   static constexpr uint32_t flags = 0;
+  // Not searched unless a recipe names the strategy; define your own to be searched.
+  static std::vector<SearchCase> search_space() { return {}; }
   virtual ~Strategy() = default;
   virtual void validate(const StrategyContext&) {}
   virtual void apply(const StrategyContext& context, PlanEditor& plan) = 0;
@@ -301,6 +328,9 @@ class Hardware {
   virtual pp_hardware_profile describe() = 0;
 };
 
+// An executor may also define the search's batched figures (executor.h, evaluate):
+//   void evaluate(const PlanView& plan, const pp_hardware_binding_v1& hardware,
+//                 std::span<const int64_t> strides, uint32_t layouts, pp_plan_figures* figures);
 class Executor {
  public:
   static constexpr pp_plugin_kind kind = PP_KIND_EXECUTOR;
@@ -364,6 +394,29 @@ struct StaticSchema {
   }
 };
 
+// Keeps the C view of a strategy's search cases alive for the life of the library.
+struct StaticSearchSpace {
+  std::vector<SearchCase> cases;
+  std::deque<std::vector<const char*>> value_pointers;
+  std::deque<std::vector<pp_search_choice>> choice_tables;
+  std::vector<pp_search_case> c_cases;
+
+  explicit StaticSearchSpace(std::vector<SearchCase> source) : cases(std::move(source)) {
+    for (const SearchCase& region : cases) {
+      std::vector<pp_search_choice>& choices = choice_tables.emplace_back();
+      for (const auto& [param, values] : region.choices) {
+        std::vector<const char*>& texts = value_pointers.emplace_back();
+        for (const std::string& value : values) texts.push_back(value.c_str());
+        choices.push_back(pp_search_choice{sizeof(pp_search_choice), param.c_str(), texts.data(),
+                                           static_cast<uint32_t>(texts.size())});
+      }
+      c_cases.push_back(pp_search_case{sizeof(pp_search_case), region.min_degree, region.max_degree,
+                                       choices.empty() ? nullptr : choices.data(),
+                                       static_cast<uint32_t>(choices.size())});
+    }
+  }
+};
+
 template <typename Plugin>
 pp_status create(const pp_param_set* params, void** instance, pp_error* error) {
   return guarded(error, [&] { *instance = new Plugin(Params(params)); });
@@ -381,6 +434,7 @@ inline StrategyContext strategy_context(const pp_strategy_context* context) {
 
 template <typename Plugin>
 const pp_strategy_v1* strategy_table() {
+  static const StaticSearchSpace search(Plugin::search_space());
   static const pp_strategy_v1 table = {
       sizeof(pp_strategy_v1),
       Plugin::apply_order,
@@ -396,6 +450,8 @@ const pp_strategy_v1* strategy_table() {
           static_cast<Plugin*>(instance)->apply(strategy_context(context), editor);
         });
       },
+      search.c_cases.empty() ? nullptr : search.c_cases.data(),
+      static_cast<uint32_t>(search.c_cases.size()),
   };
   return &table;
 }
@@ -433,18 +489,32 @@ const pp_hardware_v1* hardware_table() {
 
 template <typename Plugin>
 const pp_executor_v1* executor_table() {
-  static const pp_executor_v1 table = {
-      sizeof(pp_executor_v1),
-      &create<Plugin>,
-      &destroy<Plugin>,
-      [](void* instance, const pp_plan_view_v1* plan, const pp_hardware_binding_v1* hardware,
-         const pp_result_sink_v1* results, pp_error* error) {
+  static const pp_executor_v1 table = [] {
+    pp_executor_v1 functions{};
+    functions.struct_size = sizeof(pp_executor_v1);
+    functions.create = &create<Plugin>;
+    functions.destroy = &destroy<Plugin>;
+    functions.run = [](void* instance, const pp_plan_view_v1* plan, const pp_hardware_binding_v1* hardware,
+                       const pp_result_sink_v1* results, pp_error* error) {
+      return guarded(error, [&] {
+        static_cast<Plugin*>(instance)->run(PlanView(*plan), *hardware, ResultSink(results));
+      });
+    };
+    functions.flags = Plugin::flags;
+    if constexpr (requires(Plugin& plugin, const PlanView& plan, const pp_hardware_binding_v1& hardware,
+                           pp_plan_figures* figures) {
+                    plugin.evaluate(plan, hardware, std::span<const int64_t>{}, uint32_t{0}, figures);
+                  }) {
+      functions.evaluate = [](void* instance, const pp_plan_view_v1* plan, const pp_hardware_binding_v1* hardware,
+                              const int64_t* strides, uint32_t layouts, pp_plan_figures* figures, pp_error* error) {
         return guarded(error, [&] {
-          static_cast<Plugin*>(instance)->run(PlanView(*plan), *hardware, ResultSink(results));
+          std::span<const int64_t> all(strides, strides ? size_t{layouts} * plan->axis_count : 0);
+          static_cast<Plugin*>(instance)->evaluate(PlanView(*plan), *hardware, all, layouts, figures);
         });
-      },
-      Plugin::flags,
-  };
+      };
+    }
+    return functions;
+  }();
   return &table;
 }
 

@@ -11,6 +11,22 @@
  * When no such strategy is in the recipe, the host adds the loaded strategy flagged
  * PP_STRATEGY_DEFAULT_DATA_PARALLEL with its default parameters.
  *
+ * Search space (ABI 1.1): a strategy lists what `paraplan search` may try as search cases. Each
+ * case fixes a range of degrees and, for some of its parameters, the values to try; the search
+ * takes the cartesian product of a case's choices, every divisor of the GPU count within the
+ * degree range, and the union over cases. A strategy without cases is searched only when a recipe
+ * names it. Example, pipeline parallelism (two cases, so virtual stages go only with the
+ * interleaved schedule):
+ *   static const char* const kPlain[] = {"1f1b", "zero-bubble"};
+ *   static const char* const kInterleaved[] = {"interleaved-1f1b"};
+ *   static const char* const kChunks[] = {"2", "3", "4"};
+ *   static const pp_search_choice kPlainChoices[] = {{sizeof(pp_search_choice), "schedule", kPlain, 2}};
+ *   static const pp_search_choice kInterleavedChoices[] = {
+ *     {sizeof(pp_search_choice), "schedule", kInterleaved, 1},
+ *     {sizeof(pp_search_choice), "virtual_stages", kChunks, 3}};
+ *   static const pp_search_case kCases[] = {{sizeof(pp_search_case), 2, 0, kPlainChoices, 1},
+ *                                           {sizeof(pp_search_case), 2, 0, kInterleavedChoices, 2}};
+ *
  * Before any strategy runs, the host fixes the data-parallel size (the product of the degrees of
  * strategies flagged PP_STRATEGY_SPLITS_BATCH) and the number of micro-batches per step,
  * global_batch / (micro_batch * data_parallel_size), so a pipeline strategy can rely on it.
@@ -39,6 +55,24 @@ typedef struct pp_strategy_context {
   int32_t wants_schedule; /* 0: the executor ignores schedule steps; a pipeline may skip them */
 } pp_strategy_context;
 
+/* One parameter a search case varies: the values to try, written as a recipe would write them
+ * ("2", "true", "interleaved-1f1b", "0.5"); the host validates them against the schema. */
+typedef struct pp_search_choice {
+  uint32_t struct_size;
+  const char* param;
+  const char* const* values;
+  uint32_t value_count;
+} pp_search_choice;
+
+/* One region of the search space. Parameters the case does not list keep their defaults. */
+typedef struct pp_search_case {
+  uint32_t struct_size;
+  int64_t min_degree; /* >= 1; 2 for a strategy whose degree 1 means "not used" */
+  int64_t max_degree; /* 0: no limit */
+  const pp_search_choice* choices;
+  uint32_t choice_count;
+} pp_search_case;
+
 typedef struct pp_strategy_v1 {
   uint32_t struct_size;
   int32_t apply_order;
@@ -50,6 +84,12 @@ typedef struct pp_strategy_v1 {
   /* Transforms the plan. */
   pp_status (*apply)(void* instance, const pp_strategy_context* context,
                      const pp_plan_api_v1* plan, pp_error* error);
+  /* ABI 1.1: what `paraplan search` may try (NULL / 0: searched only when a recipe names it). */
+  const pp_search_case* search_cases;
+  uint32_t search_case_count;
 } pp_strategy_v1;
+
+/* The size of the ABI 1.0 table: a plugin built against 1.0 passes this as struct_size. */
+#define PP_STRATEGY_V1_0_SIZE offsetof(pp_strategy_v1, search_cases)
 
 #endif /* PARAPLAN_STRATEGY_H */

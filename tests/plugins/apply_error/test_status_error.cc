@@ -16,6 +16,8 @@ static const pp_strategy_v1 kStrategy = {
     .destroy = paraplan_test::accept_destroy,
     .validate = paraplan_test::accept_validate,
     .apply = paraplan_test::accept_apply,
+    .search_cases = nullptr,
+    .search_case_count = 0,
 };
 
 static const pp_plugin_v1 kPlugin = paraplan_test::strategy_plugin(

@@ -1,0 +1,150 @@
+// `paraplan search RECIPE`: every valid composition of the loaded strategies, ranked.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "host/cli/command.h"
+#include "host/cli/common_options.h"
+#include "host/core/errors.h"
+#include "host/plan/execution.h"
+#include "host/plan/hardware_binding.h"
+#include "host/recipe/recipe_overrides.h"
+#include "host/recipe/recipe_reader.h"
+#include "host/report/text_report.h"
+#include "host/search/search_report.h"
+
+namespace po = boost::program_options;
+
+namespace paraplan::host {
+namespace {
+
+Objective parse_objective(const std::string& name) {
+  if (name == "throughput") return Objective::kThroughput;
+  if (name == "memory") return Objective::kMemory;
+  if (name == "time-to-train") return Objective::kTimeToTrain;
+  throw UsageError("--objective: '" + name + "' is not one of throughput|memory|time-to-train");
+}
+
+// A bar on stderr once the search has run a second, only when stderr is a terminal.
+class ProgressBar {
+ public:
+  ProgressBar() : start_(std::chrono::steady_clock::now()) {}
+  void operator()(uint64_t done, uint64_t total) {
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (elapsed < 1.0 || total == 0) return;
+    const int width = 40;
+    int filled = static_cast<int>(width * static_cast<double>(done) / static_cast<double>(total));
+    std::fprintf(stderr, "\r[%s%s] %5.1f%% of %llu plans, %.1f s", std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), 100.0 * static_cast<double>(done) / static_cast<double>(total),
+                 static_cast<unsigned long long>(total), elapsed);
+    shown_ = true;
+  }
+  ~ProgressBar() {
+    if (shown_) std::fprintf(stderr, "\r%s\r", std::string(80, ' ').c_str());
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  bool shown_ = false;
+};
+
+}  // namespace
+
+int run_search_command(const std::vector<std::string>& arguments) {
+  CommonOptions common;
+  std::string recipe_file, objective = "throughput", executor = "analytic";
+  std::vector<std::string> overrides;
+  SearchSettings settings;
+  double train_tokens = 1e12;
+  bool brief = false;
+  po::options_description options("Search options");
+  options.add_options()("top", po::value(&settings.top)->value_name("K")->default_value(10), "plans to list")(
+      "objective", po::value(&objective)->value_name("NAME")->default_value("throughput"),
+      "rank by throughput (shortest step), memory (least per GPU, then step) or time-to-train (days for "
+      "--train-tokens; the same order as throughput, as the recipe fixes the global batch)")(
+      "train-tokens", po::value(&train_tokens)->value_name("N")->default_value(1e12, "1e12"),
+      "tokens to train on, for --objective time-to-train")(
+      "headroom", po::value(&settings.memory_headroom)->value_name("FRACTION")->default_value(0.10, "0.10"),
+      "GPU memory kept free: a plan must fit in (1 - FRACTION) x capacity")(
+      "threads", po::value(&settings.threads)->value_name("N")->default_value(0), "worker threads (0: every core)")(
+      "executor", po::value(&executor)->value_name("NAME"), "executor plugin that prices the plans (default: analytic)")(
+      "brief", po::bool_switch(&brief), "leave out the winner's full evaluate report")(
+      "set", po::value(&overrides)->composing()->value_name("KEY=VALUE"),
+      "override a recipe key before reading it (repeatable): cluster.num_gpus=1024");
+  options.add(common_options(common, /*with_json=*/true));
+  po::options_description hidden;
+  hidden.add_options()("recipe", po::value(&recipe_file));
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description positional;
+  positional.add("recipe", 1);
+  po::variables_map variables;
+  parse_arguments(arguments, all, positional, variables);
+  if (common.help || recipe_file.empty()) {
+    print_command_help(
+        "paraplan search RECIPE [options]",
+        "Enumerates every composition of the loaded strategy plugins for the recipe's model, training\n"
+        "and cluster: each strategy's degrees and search cases, micro-batch sizes, recomputation and\n"
+        "the order of the mesh axes on the hardware tiers. Plans that do not fit in memory (with the\n"
+        "headroom) or break a constraint are rejected and counted by reason; the rest are ranked.\n\n"
+        "The recipe pins what it writes and leaves the rest to the search: in [[strategy]], degree = 8\n"
+        "pins, degree = [2, 4] or \"auto\" tries a set, schedule = [\"1f1b\", \"zero-bubble\"] tries\n"
+        "those; a listed strategy is always used, an unlisted one is tried and left out. In [training],\n"
+        "micro_batch and recompute take the same forms (absent: powers of two up to 16 dividing the\n"
+        "global batch, and none|selective|full). [cluster] mesh_order pins the layout.",
+        options,
+        "Exit codes: 0 plans were found; 1 no plan survives (the message names what rejected them);\n"
+        "2 usage error; 3 input error (file, TOML, schema, plugin); 4 internal error.\n\n"
+        "Example:\n  paraplan search recipes/search/gpt3-175b-512xa100.toml --top 5\n");
+    return common.help ? kExitOk : kExitUsage;
+  }
+  settings.objective = parse_objective(objective);
+  settings.executor = executor;
+  if (settings.top < 1) throw UsageError("--top must be at least 1");
+  if (!(settings.memory_headroom >= 0 && settings.memory_headroom < 1))
+    throw UsageError("--headroom must be in [0, 1)");
+  if (!(train_tokens > 0)) throw UsageError("--train-tokens must be positive");
+  configure_logging(common);
+  PluginCatalog catalog = scan_plugins(common);
+  RecipeReaderOptions reader_options;
+  reader_options.overrides = overrides;
+  reader_options.search = true;
+
+  ProgressBar bar;
+  if (isatty(STDERR_FILENO) && !common.quiet) settings.progress = [&bar](uint64_t done, uint64_t total) { bar(done, total); };
+  std::unique_ptr<Recipe> recipe;
+  SearchResult result;
+  std::unique_ptr<HardwareBinding> hardware;
+  ResultTree winner;
+  try {
+    recipe = read_recipe(recipe_file, reader_options);
+    hardware = open_hardware(*recipe, catalog);
+    result = run_search(*recipe, catalog, settings);
+    settings.progress = nullptr;
+    if (result.top.empty()) throw PlanError(empty_search_message(result, *recipe));
+    if (!brief) {
+      const bool walks = catalog.require(executor, PP_KIND_EXECUTOR).metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
+      ComposedPlan composed = compose_ranked(*recipe, catalog, result, result.top.front(), walks);
+      winner = run_executor(executor, *recipe, catalog, composed, *hardware);
+    }
+  } catch (const InputError& failure) {
+    throw InputError(mention_overrides(failure.what(), overrides));
+  }
+
+  SearchReportContext context{*recipe, settings, hardware->profile().name, train_tokens};
+  if (common.json) {
+    nlohmann::ordered_json json = search_json(result, context);
+    if (!brief) json["winner"] = winner.to_json();
+    std::cout << json.dump(2) << "\n";
+  } else {
+    write_search_text(std::cout, result, context);
+    if (!brief) {
+      std::cout << "\nThe winner's evaluate report:\n";
+      write_text_report(std::cout, winner);
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace paraplan::host

@@ -1,0 +1,601 @@
+#include "host/search/search_engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "host/core/errors.h"
+#include "host/plan/hardware_binding.h"
+#include "host/plan/workload_builder.h"
+#include "host/plugin/plugin_instance.h"
+
+namespace paraplan::host {
+namespace {
+
+constexpr const char* kMemoryReason = "memory";
+constexpr const char* kBatchReason = "batch";
+constexpr const char* kMeshReason = "mesh";
+
+// One unit of work: the degrees of every slot, a micro-batch size and a recompute mode.
+struct WorkItem {
+  std::vector<int64_t> degrees;  // per slot; 0: not used
+  int64_t data_parallel = 1;
+  int64_t micro_batch = 1;
+  pp_recompute recompute = PP_RECOMPUTE_NONE;
+  std::vector<uint64_t> plans_below;  // plans_below[l]: plans formed by slots l.. (size slots + 1)
+};
+
+std::vector<int64_t> divisors(int64_t value) {
+  std::vector<int64_t> result;
+  for (int64_t d = 1; d * d <= value; ++d)
+    if (value % d == 0) {
+      result.push_back(d);
+      if (d != value / d) result.push_back(value / d);
+    }
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
+uint64_t compatible_options(const StrategySlot& slot, int64_t degree) {
+  if (degree == 0) return 1;
+  uint64_t count = 0;
+  for (const StrategyOption& option : slot.options)
+    if (!option.absent() && option.accepts(degree)) ++count;
+  return count;
+}
+
+bool allows_absent(const StrategySlot& slot) {
+  return std::any_of(slot.options.begin(), slot.options.end(), [](const StrategyOption& option) { return option.absent(); });
+}
+
+bool is_remainder(const StrategySlot& slot) { return slot.flags & PP_STRATEGY_TAKES_REMAINDER; }
+bool subdivides(const StrategySlot& slot) { return slot.flags & PP_STRATEGY_SUBDIVIDES_DATA; }
+
+// Every degree assignment whose product is the GPU count, in a fixed order.
+class DegreeEnumerator {
+ public:
+  DegreeEnumerator(const SearchSpace& space, int64_t gpus) : space_(space), gpus_(gpus), degrees_(space.slots.size(), 0) {}
+
+  std::vector<std::vector<int64_t>> all() {
+    outer(0, 1);
+    return found_;
+  }
+
+ private:
+  // Slots that neither take the remainder nor subdivide data: any degree dividing what is left.
+  void outer(size_t level, int64_t product) {
+    if (level == space_.slots.size()) return remainder(product);
+    const StrategySlot& slot = space_.slots[level];
+    if (is_remainder(slot) || subdivides(slot)) return outer(level + 1, product);
+    if (allows_absent(slot)) {
+      degrees_[level] = 0;
+      outer(level + 1, product);
+    }
+    for (int64_t degree : divisors(gpus_ / product))
+      if (compatible_options(slot, degree) > 0) {
+        degrees_[level] = degree;
+        outer(level + 1, product * degree);
+      }
+    degrees_[level] = 0;
+  }
+
+  void remainder(int64_t product) {
+    int64_t left = gpus_ / product;
+    bool has_remainder = false;
+    for (size_t level = 0; level < space_.slots.size(); ++level)
+      if (is_remainder(space_.slots[level])) {
+        has_remainder = true;
+        if (compatible_options(space_.slots[level], left) == 0) return;
+        degrees_[level] = left;
+      }
+    if (!has_remainder && left != 1) return;
+    inner(0, has_remainder ? left : 1);
+  }
+
+  // Slots carved out of data parallelism: degrees dividing the data-parallel degree.
+  void inner(size_t level, int64_t data_parallel) {
+    if (level == space_.slots.size()) {
+      found_.push_back(degrees_);
+      return;
+    }
+    const StrategySlot& slot = space_.slots[level];
+    if (!subdivides(slot)) return inner(level + 1, data_parallel);
+    if (allows_absent(slot)) {
+      degrees_[level] = 0;
+      inner(level + 1, data_parallel);
+    }
+    for (int64_t degree : divisors(data_parallel))
+      if (compatible_options(slot, degree) > 0) {
+        degrees_[level] = degree;
+        inner(level + 1, data_parallel);
+      }
+    degrees_[level] = 0;
+  }
+
+  const SearchSpace& space_;
+  int64_t gpus_;
+  std::vector<int64_t> degrees_;
+  std::vector<std::vector<int64_t>> found_;
+};
+
+std::vector<WorkItem> work_items(const SearchSpace& space, int64_t gpus) {
+  std::vector<WorkItem> items;
+  for (const std::vector<int64_t>& degrees : DegreeEnumerator(space, gpus).all()) {
+    WorkItem item;
+    item.degrees = degrees;
+    for (size_t level = 0; level < space.slots.size(); ++level)
+      if (degrees[level] > 0 && (space.slots[level].flags & PP_STRATEGY_SPLITS_BATCH)) item.data_parallel *= degrees[level];
+    item.plans_below.assign(space.slots.size() + 1, 1);
+    for (size_t level = space.slots.size(); level-- > 0;)
+      item.plans_below[level] = item.plans_below[level + 1] * compatible_options(space.slots[level], degrees[level]);
+    for (int64_t micro_batch : space.micro_batches)
+      for (pp_recompute recompute : space.recomputes) {
+        item.micro_batch = micro_batch;
+        item.recompute = recompute;
+        items.push_back(item);
+      }
+  }
+  return items;
+}
+
+// Orders the top K by the objective, then by enumeration order.
+struct RankOrder {
+  Objective objective;
+  bool operator()(const RankedPlan& a, const RankedPlan& b) const {
+    if (objective == Objective::kMemory && a.figures.memory_per_gpu_bytes != b.figures.memory_per_gpu_bytes)
+      return a.figures.memory_per_gpu_bytes < b.figures.memory_per_gpu_bytes;
+    if (a.figures.step_s != b.figures.step_s) return a.figures.step_s < b.figures.step_s;
+    return a.index < b.index;
+  }
+};
+
+// Reads the search figures from an executor's run() keys (an executor without evaluate()).
+struct FiguresSink {
+  pp_plan_figures figures{sizeof(pp_plan_figures), 0, 0, 0, 0, 0};
+  pp_result_sink_v1 sink() {
+    return pp_result_sink_v1{sizeof(pp_result_sink_v1), this,
+                             [](void* self, const char* key, double value) {
+                               pp_plan_figures& out = static_cast<FiguresSink*>(self)->figures;
+                               std::string_view name(key);
+                               if (name == "time.step_s") out.step_s = value;
+                               if (name == "memory.per_gpu_bytes") out.memory_per_gpu_bytes = value;
+                               if (name == "memory.capacity_bytes") out.memory_capacity_bytes = value;
+                               if (name == "throughput.tokens_per_s_per_gpu") out.tokens_per_s_per_gpu = value;
+                               if (name == "throughput.mfu") out.mfu = value;
+                             },
+                             [](void*, const char*, int32_t) {}, [](void*, const char*, const char*) {}};
+  }
+};
+
+// One thread's state: its own plugin instances, plan and results.
+class Worker {
+ public:
+  Worker(const Recipe& recipe, const PluginCatalog& catalog, const SearchSpace& space, const SearchSettings& settings,
+         int64_t gpus_per_node)
+      : recipe_(recipe),
+        space_(space),
+        settings_(settings),
+        hardware_(open_hardware(recipe, catalog)),
+        binding_(hardware_->binding()),
+        cluster_{sizeof(pp_cluster), recipe.cluster.num_gpus, gpus_per_node},
+        plan_(recipe.model.shape, recipe.training, cluster_, 1),
+        saved_(space.slots.size()),
+        chosen_(space.slots.size(), 0),
+        instances_(space.slots.size()) {
+    const LoadedPlugin& plugin = catalog.require(settings.executor, PP_KIND_EXECUTOR);
+    ParamValues params = ParamValues::bind(*plugin.metadata, executor_table(), "executor." + settings.executor, recipe.file);
+    executor_ = std::make_unique<PluginInstance>(plugin, std::move(params), "executor '" + settings.executor + "'");
+    const pp_executor_v1& functions = *plugin.metadata->executor;
+    evaluate_ = functions.struct_size >= offsetof(pp_executor_v1, evaluate) + sizeof(functions.evaluate) ? functions.evaluate
+                                                                                                         : nullptr;
+    wants_schedule_ = functions.flags & PP_EXECUTOR_WALKS_SCHEDULE;
+    usable_memory_ = hardware_->profile().memory_bytes * (1.0 - settings.memory_headroom);
+    for (size_t level = 0; level < space.slots.size(); ++level) instances_[level].resize(space.slots[level].options.size());
+  }
+
+  void process(const WorkItem& item, uint64_t item_index) {
+    item_ = &item;
+    ordinal_ = item_index << 32;
+    if (recipe_.training.global_batch % (item.micro_batch * item.data_parallel) != 0) {
+      reject(kBatchReason,
+             "training.global_batch = " + std::to_string(recipe_.training.global_batch) +
+                 " is not divisible by micro_batch x data-parallel size = " + std::to_string(item.micro_batch) + " x " +
+                 std::to_string(item.data_parallel),
+             item.plans_below[0]);
+      return;
+    }
+    pp_training training = recipe_.training;
+    training.micro_batch = item.micro_batch;
+    training.recompute = item.recompute;
+    plan_.reset(training, item.data_parallel);
+    load_workload(training);
+    descend(0);
+  }
+
+  // The plan of `ranked`, composed again on a fresh Plan.
+  ComposedPlan compose(const RankedPlan& ranked, bool wants_schedule) {
+    pp_training training = recipe_.training;
+    training.micro_batch = ranked.micro_batch;
+    training.recompute = ranked.recompute;
+    int64_t data_parallel = 1;
+    for (size_t level = 0; level < space_.slots.size(); ++level)
+      if (ranked.degrees[level] > 0 && (space_.slots[level].flags & PP_STRATEGY_SPLITS_BATCH))
+        data_parallel *= ranked.degrees[level];
+    ComposedPlan composed;
+    composed.plan = std::make_unique<Plan>(recipe_.model.shape, training, cluster_, data_parallel);
+    build_workload(*composed.plan, WorkloadOptions{recipe_.flash_attention, recipe_.fp32_main_grads});
+    for (size_t level = 0; level < space_.slots.size(); ++level) {
+      if (ranked.degrees[level] == 0) continue;
+      PluginInstance& strategy = instance(level, ranked.options[level]);
+      apply(strategy, *composed.plan, training, ranked.degrees[level], wants_schedule);
+      composed.strategies.push_back({strategy.plugin().name(), ranked.degrees[level], strategy.params().summary(), false});
+    }
+    composed.plan->lay_out_mesh(ranked.mesh_order);
+    return composed;
+  }
+
+  std::vector<RankedPlan> best;  // a heap: the worst kept plan on top
+  std::map<std::string, Rejection> rejected;
+  uint64_t valid_plans = 0, layouts = 0, plans_done = 0;
+  double smallest_rejected_memory = std::numeric_limits<double>::infinity();
+
+ private:
+  const toml::table* executor_table() const {
+    return recipe_.executor_table ? recipe_.executor_table->get_as<toml::table>(settings_.executor) : nullptr;
+  }
+
+  PluginInstance& instance(size_t level, uint32_t option_index) {
+    std::unique_ptr<PluginInstance>& slot = instances_[level][option_index];
+    if (!slot) {
+      const StrategyOption& option = space_.slots[level].options[option_index];
+      ParamValues params = ParamValues::bind(*option.plugin->metadata, option.values, option.key_path, recipe_.file);
+      slot = std::make_unique<PluginInstance>(*option.plugin, std::move(params),
+                                              "strategy '" + option.plugin->name() + "' (" + option.label + ")");
+    }
+    return *slot;
+  }
+
+  void apply(PluginInstance& strategy, Plan& plan, const pp_training& training, int64_t degree, bool wants_schedule) {
+    pp_strategy_context context{sizeof(pp_strategy_context), degree, &recipe_.model.shape, &training, &cluster_,
+                                wants_schedule ? 1 : 0};
+    const pp_strategy_v1& functions = *strategy.metadata().strategy;
+    if (functions.validate)
+      strategy.invoke([&](pp_error* error) { return functions.validate(strategy.handle(), &context, error); });
+    strategy.invoke([&](pp_error* error) { return functions.apply(strategy.handle(), &context, &plan.api(), error); });
+    if (degree > 1 && std::none_of(plan.axes().begin(), plan.axes().end(), [&](const pp_mesh_axis& axis) {
+          return strategy.plugin().name() == axis.owner;
+        }))
+      throw InputError(strategy.context() + ": has degree " + std::to_string(degree) +
+                       " but the plugin created no mesh axis for it");
+  }
+
+  // The unsharded workload depends only on the micro-batch and recompute mode: built once each.
+  void load_workload(const pp_training& training) {
+    const int key = static_cast<int>(training.recompute);
+    auto found = std::find_if(workloads_.begin(), workloads_.end(), [&](const CachedWorkload& cached) {
+      return cached.micro_batch == training.micro_batch && cached.recompute == key;
+    });
+    if (found == workloads_.end()) {
+      build_workload(plan_, WorkloadOptions{recipe_.flash_attention, recipe_.fp32_main_grads});
+      workloads_.push_back({training.micro_batch, key, plan_.op_list(), plan_.memory_items()});
+      return;
+    }
+    plan_.ops() = found->ops;
+    plan_.memory() = found->memory;
+  }
+
+  void descend(size_t level) {
+    if (level == space_.slots.size()) return leaf();
+    const int64_t degree = item_->degrees[level];
+    const StrategySlot& slot = space_.slots[level];
+    if (degree == 0) {
+      chosen_[level] = 0;
+      return descend(level + 1);
+    }
+    const uint64_t count = compatible_options(slot, degree);
+    uint64_t tried = 0;
+    for (uint32_t index = 0; index < slot.options.size(); ++index) {
+      const StrategyOption& option = slot.options[index];
+      if (option.absent() || !option.accepts(degree)) continue;
+      // The plan as the earlier strategies left it, for this slot's next option.
+      if (count > 1 && tried == 0) plan_.save(saved_[level]);
+      if (tried > 0) plan_.restore(saved_[level]);
+      ++tried;
+      chosen_[level] = index;
+      try {
+        apply(instance(level, index), plan_, plan_.training(), degree, wants_schedule_);
+      } catch (const PlanError& failure) {
+        reject(option.plugin->name(), failure.what(), item_->plans_below[level + 1]);
+        continue;
+      }
+      descend(level + 1);
+    }
+  }
+
+  void leaf() {
+    const pp_plan_view_v1 view = plan_.view();
+    pp_plan_figures memory{};
+    run_executor(view, nullptr, 0, &memory);
+    if (!(memory.memory_per_gpu_bytes <= usable_memory_)) {
+      smallest_rejected_memory = std::min(smallest_rejected_memory, memory.memory_per_gpu_bytes);
+      reject(kMemoryReason, "", 1);
+      return;
+    }
+    uint32_t count = 0;
+    try {
+      count = lay_out();
+    } catch (const PlanError& failure) {
+      reject(kMeshReason, failure.what(), 1);
+      return;
+    }
+    figures_.resize(count);
+    run_executor(view, strides_.data(), count, figures_.data());
+    uint32_t winner = 0;
+    for (uint32_t i = 1; i < count; ++i)
+      if (figures_[i].step_s < figures_[winner].step_s) winner = i;
+    ++valid_plans;
+    layouts += count;
+    keep(figures_[winner], winner, count);
+    ++ordinal_;
+    ++plans_done;
+  }
+
+  void run_executor(const pp_plan_view_v1& view, const int64_t* strides, uint32_t count, pp_plan_figures* out) {
+    if (evaluate_) {
+      executor_->invoke(
+          [&](pp_error* error) { return evaluate_(executor_->handle(), &view, &binding_, strides, count, out, error); });
+      return;
+    }
+    // An executor without the batched call: run() once per layout (once for memory alone).
+    std::vector<pp_mesh_axis> original = plan_.axes();
+    for (uint32_t layout = 0; layout < std::max<uint32_t>(count, 1); ++layout) {
+      std::vector<pp_mesh_axis> axes = original;
+      for (size_t axis = 0; strides && axis < axes.size(); ++axis) axes[axis].stride = strides[layout * axes.size() + axis];
+      pp_plan_view_v1 laid = view;
+      laid.axes = axes.data();
+      FiguresSink sink;
+      pp_result_sink_v1 results = sink.sink();
+      executor_->invoke([&](pp_error* error) {
+        return executor_->metadata().executor->run(executor_->handle(), &laid, &binding_, &results, error);
+      });
+      out[layout] = sink.figures;
+    }
+  }
+
+  // Fills strides_ with one stride set per layout; returns how many.
+  uint32_t lay_out() {
+    const std::vector<pp_mesh_axis>& axes = plan_.axes();
+    strides_.resize(axes.size());
+    if (!space_.search_mesh_order || axes.empty()) {
+      order_.clear();
+      top_level_.clear();
+      for (size_t i = 0; i < axes.size(); ++i)
+        if (axes[i].parent[0] == '\0') top_level_.push_back(i);
+      const std::vector<std::string>& names = recipe_.cluster.mesh_order;
+      auto rank = [&](size_t axis) {
+        auto found = std::find(names.begin(), names.end(), axes[axis].name);
+        return found == names.end() ? names.size() : static_cast<size_t>(found - names.begin());
+      };
+      std::stable_sort(top_level_.begin(), top_level_.end(), [&](size_t a, size_t b) { return rank(a) < rank(b); });
+      mesh_strides(axes, top_level_, cluster_.num_gpus, strides_.data());
+      layout_orders_.assign(1, top_level_);
+      return 1;
+    }
+    // Axes of degree 1 place nothing; the others are tried in every order, the conventional
+    // (Megatron-LM) order first, so it wins ties.
+    const std::vector<std::string> conventional = default_mesh_order();
+    auto rank = [&](size_t axis) {
+      auto found = std::find(conventional.begin(), conventional.end(), axes[axis].name);
+      return found == conventional.end() ? conventional.size() : static_cast<size_t>(found - conventional.begin());
+    };
+    std::vector<size_t> moving, fixed;
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (axes[i].parent[0] == '\0') (axes[i].degree > 1 ? moving : fixed).push_back(i);
+    std::stable_sort(moving.begin(), moving.end(), [&](size_t a, size_t b) { return rank(a) < rank(b); });
+    std::vector<size_t> permutation(moving.size());
+    for (size_t i = 0; i < permutation.size(); ++i) permutation[i] = i;
+    layout_orders_.clear();
+    uint32_t count = 0;
+    do {
+      top_level_.clear();
+      for (size_t position : permutation) top_level_.push_back(moving[position]);
+      top_level_.insert(top_level_.end(), fixed.begin(), fixed.end());
+      strides_.resize((count + 1) * axes.size());
+      mesh_strides(axes, top_level_, cluster_.num_gpus, strides_.data() + count * axes.size());
+      layout_orders_.push_back(top_level_);
+      ++count;
+    } while (std::next_permutation(permutation.begin(), permutation.end()));
+    return count;
+  }
+
+  void keep(const pp_plan_figures& figures, uint32_t layout, uint32_t count) {
+    RankOrder order{settings_.objective};
+    RankedPlan candidate;
+    candidate.figures = figures;
+    candidate.index = ordinal_;
+    if (best.size() >= settings_.top && !order(candidate, best.front())) return;
+    candidate.degrees = item_->degrees;
+    candidate.options = chosen_;
+    candidate.micro_batch = item_->micro_batch;
+    candidate.recompute = item_->recompute;
+    for (size_t axis : layout_orders_[layout]) candidate.mesh_order.emplace_back(plan_.axes()[axis].name);
+    candidate.layouts = count;
+    best.push_back(std::move(candidate));
+    std::push_heap(best.begin(), best.end(), order);
+    if (best.size() > settings_.top) {
+      std::pop_heap(best.begin(), best.end(), order);
+      best.pop_back();
+    }
+  }
+
+  void reject(const std::string& reason, const std::string& message, uint64_t plans) {
+    Rejection& entry = rejected[reason];
+    entry.plans += plans;
+    if (ordinal_ < entry.example_index) {
+      entry.example_index = ordinal_;
+      entry.example = message;
+    }
+    ordinal_ += plans;
+    plans_done += plans;
+  }
+
+  struct CachedWorkload {
+    int64_t micro_batch;
+    int recompute;
+    std::vector<pp_op> ops;
+    std::vector<pp_memory_item> memory;
+  };
+
+  const Recipe& recipe_;
+  const SearchSpace& space_;
+  const SearchSettings& settings_;
+  std::unique_ptr<HardwareBinding> hardware_;
+  pp_hardware_binding_v1 binding_;
+  pp_cluster cluster_;
+  Plan plan_;
+  std::vector<Plan::State> saved_;
+  std::vector<uint32_t> chosen_;
+  std::vector<std::vector<std::unique_ptr<PluginInstance>>> instances_;
+  std::unique_ptr<PluginInstance> executor_;
+  decltype(pp_executor_v1::evaluate) evaluate_ = nullptr;
+  bool wants_schedule_ = false;
+  double usable_memory_ = 0;
+  std::vector<CachedWorkload> workloads_;
+  const WorkItem* item_ = nullptr;
+  uint64_t ordinal_ = 0;
+  std::vector<int64_t> strides_;
+  std::vector<size_t> order_, top_level_;
+  std::vector<std::vector<size_t>> layout_orders_;
+  std::vector<pp_plan_figures> figures_;
+};
+
+int64_t checked_gpus_per_node(const Recipe& recipe, const PluginCatalog& catalog) {
+  const int64_t per_node = gpus_per_node(recipe, *open_hardware(recipe, catalog));
+  const int64_t gpus = recipe.cluster.num_gpus;
+  if (gpus > per_node && gpus % per_node != 0)
+    throw PlanError(recipe.file + ": cluster.num_gpus = " + std::to_string(gpus) +
+                    " is not a whole number of nodes of gpus_per_node = " + std::to_string(per_node));
+  return per_node;
+}
+
+}  // namespace
+
+const char* recompute_name(pp_recompute recompute) {
+  switch (recompute) {
+    case PP_RECOMPUTE_SELECTIVE: return "selective";
+    case PP_RECOMPUTE_FULL: return "full";
+    default: return "none";
+  }
+}
+
+std::string describe_strategies(const SearchSpace& space, const RankedPlan& plan) {
+  std::string text;
+  for (size_t level = 0; level < space.slots.size(); ++level) {
+    if (plan.degrees[level] == 0) continue;
+    const StrategyOption& option = space.slots[level].options[plan.options[level]];
+    text += (text.empty() ? "" : " ") + option.plugin->name() + "=" + std::to_string(plan.degrees[level]);
+    if (!option.label.empty()) text += " (" + option.label + ")";
+  }
+  return text;
+}
+
+SearchResult run_search(const Recipe& recipe, const PluginCatalog& catalog, const SearchSettings& settings) {
+  const auto start = std::chrono::steady_clock::now();
+  SearchResult result;
+  result.space = build_search_space(recipe, catalog);
+  const int64_t per_node = checked_gpus_per_node(recipe, catalog);
+  const std::vector<WorkItem> items = work_items(result.space, recipe.cluster.num_gpus);
+  uint64_t total = 0;
+  for (const WorkItem& item : items) total += item.plans_below[0];
+
+  unsigned threads = settings.threads ? settings.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<size_t>(threads, std::max<size_t>(items.size(), 1)));
+  result.threads = threads;
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (unsigned i = 0; i < threads; ++i)
+    workers.push_back(std::make_unique<Worker>(recipe, catalog, result.space, settings, per_node));
+
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::atomic<uint64_t> done{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto work = [&](Worker& worker) {
+    try {
+      for (size_t index = next++; index < items.size() && !failed; index = next++) {
+        uint64_t before = worker.plans_done;
+        worker.process(items[index], index);
+        done += worker.plans_done - before;
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      failed = true;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i) pool.emplace_back(work, std::ref(*workers[i]));
+  if (settings.progress) {
+    // The calling thread reports progress while it works its share in small pieces.
+    std::thread reporter;
+    std::atomic<bool> finished{false};
+    reporter = std::thread([&] {
+      while (!finished) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (!finished) settings.progress(done, total);
+      }
+    });
+    work(*workers[0]);
+    for (std::thread& thread : pool) thread.join();
+    finished = true;
+    reporter.join();
+    settings.progress(done, total);
+  } else {
+    work(*workers[0]);
+    for (std::thread& thread : pool) thread.join();
+  }
+  if (failure) std::rethrow_exception(failure);
+
+  RankOrder order{settings.objective};
+  double smallest = std::numeric_limits<double>::infinity();
+  for (const std::unique_ptr<Worker>& worker : workers) {
+    result.top.insert(result.top.end(), worker->best.begin(), worker->best.end());
+    result.valid_plans += worker->valid_plans;
+    result.layouts += worker->layouts;
+    smallest = std::min(smallest, worker->smallest_rejected_memory);
+    for (const auto& [reason, rejection] : worker->rejected) {
+      Rejection& merged = result.rejected[reason];
+      merged.plans += rejection.plans;
+      if (rejection.example_index < merged.example_index) {
+        merged.example_index = rejection.example_index;
+        merged.example = rejection.example;
+      }
+    }
+  }
+  std::sort(result.top.begin(), result.top.end(), order);
+  if (result.top.size() > settings.top) result.top.resize(settings.top);
+  result.plans = total;
+  result.smallest_rejected_memory_bytes = std::isinf(smallest) ? 0 : smallest;
+  result.usable_memory_bytes = workers.empty() ? 0 : 0;
+  {
+    std::unique_ptr<HardwareBinding> hardware = open_hardware(recipe, catalog);
+    result.usable_memory_bytes = hardware->profile().memory_bytes * (1.0 - settings.memory_headroom);
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+ComposedPlan compose_ranked(const Recipe& recipe, const PluginCatalog& catalog, const SearchResult& result,
+                            const RankedPlan& plan, bool wants_schedule) {
+  SearchSettings settings;
+  Worker worker(recipe, catalog, result.space, settings, checked_gpus_per_node(recipe, catalog));
+  return worker.compose(plan, wants_schedule);
+}
+
+}  // namespace paraplan::host

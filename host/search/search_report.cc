@@ -1,0 +1,172 @@
+#include "host/search/search_report.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "host/report/text_report.h"
+
+namespace paraplan::host {
+namespace {
+
+// 1234567 -> "1,234,567".
+std::string grouped(uint64_t value) {
+  std::string digits = std::to_string(value), text;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
+    text += digits[i];
+  }
+  return text;
+}
+
+std::string format(const char* pattern, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), pattern, value);
+  return buffer;
+}
+
+std::string bytes(double value) { return format_value("bytes", value); }
+
+double days_to_train(const pp_plan_figures& figures, const SearchReportContext& context) {
+  double tokens_per_s = figures.tokens_per_s_per_gpu * static_cast<double>(context.recipe.cluster.num_gpus);
+  return tokens_per_s > 0 ? context.train_tokens / tokens_per_s / 86400.0 : 0.0;
+}
+
+std::string joined(const std::vector<std::string>& items, const char* separator) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : separator) + item;
+  return text;
+}
+
+std::vector<std::pair<std::string, const Rejection*>> by_count(const SearchResult& result) {
+  std::vector<std::pair<std::string, const Rejection*>> reasons;
+  for (const auto& [reason, rejection] : result.rejected) reasons.emplace_back(reason, &rejection);
+  std::stable_sort(reasons.begin(), reasons.end(),
+                   [](const auto& a, const auto& b) { return a.second->plans > b.second->plans; });
+  return reasons;
+}
+
+std::string reason_detail(const std::string& reason, const Rejection& rejection, const SearchResult& result) {
+  if (reason == "memory")
+    return "need more than " + bytes(result.usable_memory_bytes) + " per GPU (capacity less headroom); the smallest needs " +
+           bytes(result.smallest_rejected_memory_bytes);
+  return rejection.example;
+}
+
+}  // namespace
+
+const char* objective_name(Objective objective) {
+  switch (objective) {
+    case Objective::kMemory: return "memory";
+    case Objective::kTimeToTrain: return "time-to-train";
+    default: return "throughput";
+  }
+}
+
+std::string ranked_plan_recipe(const SearchResult& result, const RankedPlan& plan) {
+  std::string text;
+  for (size_t level = 0; level < result.space.slots.size(); ++level) {
+    if (plan.degrees[level] == 0) continue;
+    const StrategyOption& option = result.space.slots[level].options[plan.options[level]];
+    text += "[[strategy]]\nname = \"" + option.plugin->name() + "\"\ndegree = " + std::to_string(plan.degrees[level]) + "\n";
+    for (const auto& [key, node] : option.values) {
+      std::string value = scalar_text(*node);
+      text += key + " = " + (node->is_string() ? "\"" + value + "\"" : value) + "\n";
+    }
+  }
+  std::vector<std::string> quoted;
+  for (const std::string& axis : plan.mesh_order) quoted.push_back("\"" + axis + "\"");
+  text += "# [training] micro_batch = " + std::to_string(plan.micro_batch) + ", recompute = \"" +
+          recompute_name(plan.recompute) + "\"\n# [cluster] mesh_order = [" + joined(quoted, ", ") + "]\n";
+  return text;
+}
+
+void write_search_text(std::ostream& out, const SearchResult& result, const SearchReportContext& context) {
+  const Recipe& recipe = context.recipe;
+  out << "Search: " << recipe.file << "\n"
+      << "  " << recipe.model.name << " on " << recipe.cluster.num_gpus << " x " << context.hardware
+      << ", global batch " << recipe.training.global_batch << ", sequence " << recipe.model.shape.seq_len
+      << "; objective " << objective_name(context.settings.objective) << "\n"
+      << "  " << grouped(result.plans) << " candidate plans, " << grouped(result.valid_plans) << " fit and were timed in "
+      << grouped(result.layouts) << " mesh layouts; " << format("%.2f", result.seconds) << " s on " << result.threads
+      << (result.threads == 1 ? " thread" : " threads") << "\n\n";
+
+  const bool days = context.settings.objective == Objective::kTimeToTrain;
+  out << "rank   step time  tokens/s/GPU    MFU   memory/GPU" << (days ? "      days" : "") << "  plan\n";
+  for (size_t rank = 0; rank < result.top.size(); ++rank) {
+    const RankedPlan& plan = result.top[rank];
+    char line[160];
+    std::snprintf(line, sizeof(line), "%4zu  %8.3f s  %12.1f  %5.1f%%  %11s", rank + 1, plan.figures.step_s,
+                  plan.figures.tokens_per_s_per_gpu, 100.0 * plan.figures.mfu, bytes(plan.figures.memory_per_gpu_bytes).c_str());
+    out << line;
+    if (days) out << format("  %8.1f", days_to_train(plan.figures, context));
+    out << "  " << describe_strategies(result.space, plan) << "; micro_batch " << plan.micro_batch << ", recompute "
+        << recompute_name(plan.recompute) << ", mesh " << joined(plan.mesh_order, "-") << "\n";
+  }
+  if (!result.rejected.empty()) {
+    out << "\nRejected plans, by reason:\n";
+    for (const auto& [reason, rejection] : by_count(result))
+      out << "  " << reason << std::string(reason.size() < 10 ? 10 - reason.size() : 1, ' ') << grouped(rejection->plans)
+          << "  " << reason_detail(reason, *rejection, result) << "\n";
+  }
+  if (!result.top.empty()) out << "\nThe winner as recipe text:\n" << ranked_plan_recipe(result, result.top.front());
+}
+
+nlohmann::ordered_json search_json(const SearchResult& result, const SearchReportContext& context) {
+  nlohmann::ordered_json json;
+  json["recipe"] = context.recipe.file;
+  json["objective"] = objective_name(context.settings.objective);
+  json["memory_headroom"] = context.settings.memory_headroom;
+  json["threads"] = result.threads;
+  json["seconds"] = result.seconds;
+  json["plans"] = result.plans;
+  json["valid_plans"] = result.valid_plans;
+  json["layouts_timed"] = result.layouts;
+  json["usable_memory_bytes"] = result.usable_memory_bytes;
+  nlohmann::ordered_json rejected = nlohmann::ordered_json::object();
+  for (const auto& [reason, rejection] : by_count(result))
+    rejected[reason] = {{"plans", rejection->plans}, {"example", reason_detail(reason, *rejection, result)}};
+  json["rejected"] = rejected;
+  nlohmann::ordered_json top = nlohmann::ordered_json::array();
+  for (size_t rank = 0; rank < result.top.size(); ++rank) {
+    const RankedPlan& plan = result.top[rank];
+    nlohmann::ordered_json entry;
+    entry["rank"] = rank + 1;
+    entry["step_s"] = plan.figures.step_s;
+    entry["tokens_per_s_per_gpu"] = plan.figures.tokens_per_s_per_gpu;
+    entry["mfu"] = plan.figures.mfu;
+    entry["memory_per_gpu_bytes"] = plan.figures.memory_per_gpu_bytes;
+    if (context.settings.objective == Objective::kTimeToTrain) entry["days_to_train"] = days_to_train(plan.figures, context);
+    nlohmann::ordered_json strategies = nlohmann::ordered_json::array();
+    for (size_t level = 0; level < result.space.slots.size(); ++level) {
+      if (plan.degrees[level] == 0) continue;
+      const StrategyOption& option = result.space.slots[level].options[plan.options[level]];
+      nlohmann::ordered_json strategy = {{"name", option.plugin->name()}, {"degree", plan.degrees[level]}};
+      for (const auto& [key, node] : option.values) strategy[key] = scalar_text(*node);
+      strategies.push_back(strategy);
+    }
+    entry["strategies"] = strategies;
+    entry["micro_batch"] = plan.micro_batch;
+    entry["recompute"] = recompute_name(plan.recompute);
+    entry["mesh_order"] = plan.mesh_order;
+    entry["layouts_timed"] = plan.layouts;
+    top.push_back(entry);
+  }
+  json["top"] = top;
+  return json;
+}
+
+std::string empty_search_message(const SearchResult& result, const Recipe& recipe) {
+  if (result.plans == 0)
+    return recipe.file + ": the search space is empty: no choice of strategy degrees multiplies to cluster.num_gpus = " +
+           std::to_string(recipe.cluster.num_gpus) + " (check the pinned degrees and the strategies' search cases)";
+  std::string text = recipe.file + ": no plan survives the search: all " + grouped(result.plans) + " candidate plans were rejected";
+  bool first = true;
+  for (const auto& [reason, rejection] : by_count(result)) {
+    text += (first ? "; " : ", ") + std::string(first ? "most by " : "") + reason + " (" + grouped(rejection->plans) +
+            ": " + reason_detail(reason, *rejection, result) + ")";
+    first = false;
+  }
+  return text;
+}
+
+}  // namespace paraplan::host

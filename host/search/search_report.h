@@ -1,0 +1,36 @@
+// paraplan/host/search/search_report.h: a search's result for people (text) and programs (JSON).
+//
+// Text: what was searched, the top K with their key figures, the rejected plans by reason, and
+// the winner as [[strategy]] tables to paste into a recipe. JSON: the same, keyed
+// (docs/search.md lists the keys). The winner's full evaluate report is added by the command.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+#include <string>
+
+#include "host/recipe/recipe.h"
+#include "host/search/search_engine.h"
+
+namespace paraplan::host {
+
+struct SearchReportContext {
+  const Recipe& recipe;
+  const SearchSettings& settings;
+  std::string hardware;      // the profile's name
+  double train_tokens = 0;   // for the time-to-train objective
+};
+
+void write_search_text(std::ostream& out, const SearchResult& result, const SearchReportContext& context);
+nlohmann::ordered_json search_json(const SearchResult& result, const SearchReportContext& context);
+
+// The winner as recipe text: [[strategy]] tables, micro_batch, recompute and mesh_order.
+std::string ranked_plan_recipe(const SearchResult& result, const RankedPlan& plan);
+
+// One line for a search that kept no plan, naming what emptied it (the command's error).
+std::string empty_search_message(const SearchResult& result, const Recipe& recipe);
+
+const char* objective_name(Objective objective);
+
+}  // namespace paraplan::host
