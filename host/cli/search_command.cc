@@ -1,6 +1,7 @@
 // `paraplan search RECIPE`: every valid composition of the loaded strategies, ranked.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 

@@ -240,6 +240,8 @@ class Worker {
     return composed;
   }
 
+  double usable_memory() const { return usable_memory_; }
+
   std::vector<RankedPlan> best;  // a heap: the worst kept plan on top
   std::map<std::string, Rejection> rejected;
   uint64_t valid_plans = 0, layouts = 0, plans_done = 0;
@@ -255,8 +257,9 @@ class Worker {
     if (!slot) {
       const StrategyOption& option = space_.slots[level].options[option_index];
       ParamValues params = ParamValues::bind(*option.plugin->metadata, option.values, option.key_path, recipe_.file);
-      slot = std::make_unique<PluginInstance>(*option.plugin, std::move(params),
-                                              "strategy '" + option.plugin->name() + "' (" + option.label + ")");
+      slot = std::make_unique<PluginInstance>(
+          *option.plugin, std::move(params),
+          "strategy '" + option.plugin->name() + "'" + (option.label.empty() ? "" : " (" + option.label + ")"));
     }
     return *slot;
   }
@@ -582,11 +585,7 @@ SearchResult run_search(const Recipe& recipe, const PluginCatalog& catalog, cons
   if (result.top.size() > settings.top) result.top.resize(settings.top);
   result.plans = total;
   result.smallest_rejected_memory_bytes = std::isinf(smallest) ? 0 : smallest;
-  result.usable_memory_bytes = workers.empty() ? 0 : 0;
-  {
-    std::unique_ptr<HardwareBinding> hardware = open_hardware(recipe, catalog);
-    result.usable_memory_bytes = hardware->profile().memory_bytes * (1.0 - settings.memory_headroom);
-  }
+  result.usable_memory_bytes = workers.front()->usable_memory();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -104,9 +104,11 @@ void write_search_text(std::ostream& out, const SearchResult& result, const Sear
   }
   if (!result.rejected.empty()) {
     out << "\nRejected plans, by reason:\n";
-    for (const auto& [reason, rejection] : by_count(result))
-      out << "  " << reason << std::string(reason.size() < 10 ? 10 - reason.size() : 1, ' ') << grouped(rejection->plans)
-          << "  " << reason_detail(reason, *rejection, result) << "\n";
+    for (const auto& [reason, rejection] : by_count(result)) {
+      char counts[64];
+      std::snprintf(counts, sizeof(counts), "  %-8s %12s  ", reason.c_str(), grouped(rejection->plans).c_str());
+      out << counts << reason_detail(reason, *rejection, result) << "\n";
+    }
   }
   if (!result.top.empty()) out << "\nThe winner as recipe text:\n" << ranked_plan_recipe(result, result.top.front());
 }

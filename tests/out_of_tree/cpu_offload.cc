@@ -67,6 +67,12 @@ class CpuOffload : public paraplan::Strategy {
                  .at_least(0)}};
   }
 
+  // `paraplan search` tries the plan without offload, and with it at two buffer sizes. Degree 1:
+  // offload creates no mesh axis.
+  static std::vector<paraplan::SearchCase> search_space() {
+    return {paraplan::SearchCase::degrees(1, 1).choose("pinned_buffer_mb", {"256", "1024"})};
+  }
+
   explicit CpuOffload(const paraplan::Params& params)
       : pinned_buffer_bytes_(static_cast<double>(params.int_value("pinned_buffer_mb")) * 1024 * 1024) {}
 

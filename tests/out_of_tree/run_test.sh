@@ -9,6 +9,7 @@
 #   4. check that `paraplan plugins list --json` lists cpu_offload as a strategy
 #   5. check that `paraplan plugins describe cpu_offload` shows its parameters
 #   6. evaluate a recipe that uses it: optimizer state leaves the GPU, the transfer costs time
+#   7. search: its declared knob is searched (three options: without it, 256 MiB, 1024 MiB)
 set -euo pipefail
 
 if [[ $# -ne 2 ]]; then
@@ -133,6 +134,43 @@ if memory["other_bytes"] < 512 * 1024 * 1024:
     sys.exit("pinned buffer missing from other_bytes: %r" % memory["other_bytes"])
 if report["time"]["exposed_comm_s"].get("cpu_offload", 0) <= 0:
     sys.exit("the host transfer is not on the critical path: %r" % report["time"])
+PYTHON
+
+echo "out_of_tree: 7. paraplan search tries the plugin's own search cases"
+cat >"$scratch/search.toml" <<'TOML'
+[model]
+preset = "llama2-7b"
+[training]
+global_batch = 64
+micro_batch = 1
+recompute = "selective"
+[cluster]
+hardware = "h100-sxm"
+num_gpus = 8
+mesh_order = ["tp", "dp"]
+TOML
+for with_plugin in no yes; do
+  path=$scratch/none
+  [[ $with_plugin == yes ]] && path=$plugin_build
+  if ! PARAPLAN_PLUGIN_PATH=$path "$paraplan" search "$scratch/search.toml" --json --brief --top 1000 \
+    >"$scratch/search_$with_plugin.json" 2>"$scratch/search.stderr"; then
+    cat "$scratch/search.stderr" >&2
+    fail "'paraplan search' failed (cpu_offload loaded: $with_plugin)"
+  fi
+done
+python3 - "$scratch/search_no.json" "$scratch/search_yes.json" <<'PYTHON' || fail "cpu_offload's search cases were not searched"
+import json, sys
+without, with_plugin = (json.load(open(path)) for path in sys.argv[1:])
+# Every plan without the plugin, times three: left out, 256 MiB, 1024 MiB.
+if with_plugin["plans"] != 3 * without["plans"]:
+    sys.exit("plans: %d with the plugin, %d without; expected three times" % (with_plugin["plans"], without["plans"]))
+buffers = set()
+for entry in with_plugin["top"]:
+    for strategy in entry["strategies"]:
+        if strategy["name"] == "cpu_offload":
+            buffers.add(strategy["pinned_buffer_mb"])
+if buffers != {"256", "1024"}:
+    sys.exit("ranked cpu_offload settings: %r" % sorted(buffers))
 PYTHON
 
 echo "out_of_tree: all checks passed"
