@@ -20,6 +20,7 @@ struct Command {
 int run_plugins_command(const std::vector<std::string>& arguments);
 int run_evaluate_command(const std::vector<std::string>& arguments);
 int run_search_command(const std::vector<std::string>& arguments);
+int run_advise_command(const std::vector<std::string>& arguments);
 
 // Every command, in the order `paraplan --help` lists them.
 const std::vector<Command>& all_commands();

@@ -13,6 +13,7 @@ const std::vector<Command>& all_commands() {
       {"plugins", "list the installed plugins, or describe one and its recipe keys", &run_plugins_command},
       {"evaluate", "evaluate a recipe's plan: memory, communication, step time, MFU", &run_evaluate_command},
       {"search", "find the best composition of strategies for a recipe's model and cluster", &run_search_command},
+      {"advise", "climb the rule-of-thumb ladder and compare its plan with the searched optimum", &run_advise_command},
   };
   return commands;
 }
