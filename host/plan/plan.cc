@@ -229,18 +229,22 @@ pp_status Plan::set_schedule(void* plan, const pp_schedule_step* steps, uint64_t
 }
 
 void Plan::lay_out_mesh(const std::vector<std::string>& mesh_order) {
-  auto rank_in_order = [&](const pp_mesh_axis& axis) {
-    auto found = std::find(mesh_order.begin(), mesh_order.end(), axis.name);
-    return found == mesh_order.end() ? mesh_order.size() : static_cast<size_t>(found - mesh_order.begin());
+  std::vector<int64_t> strides(axes_.size());
+  mesh_strides(axes_, top_level_axes_in_order(axes_, mesh_order), cluster_.num_gpus, strides.data());
+  for (size_t i = 0; i < axes_.size(); ++i) axes_[i].stride = strides[i];
+}
+
+std::vector<size_t> top_level_axes_in_order(std::span<const pp_mesh_axis> axes, const std::vector<std::string>& names) {
+  auto rank = [&](const pp_mesh_axis& axis) {
+    auto found = std::find(names.begin(), names.end(), axis.name);
+    return found == names.end() ? names.size() : static_cast<size_t>(found - names.begin());
   };
   std::vector<size_t> top_level;
-  for (size_t i = 0; i < axes_.size(); ++i)
-    if (axes_[i].parent[0] == '\0') top_level.push_back(i);
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i].parent[0] == '\0') top_level.push_back(i);
   std::stable_sort(top_level.begin(), top_level.end(),
-                   [&](size_t a, size_t b) { return rank_in_order(axes_[a]) < rank_in_order(axes_[b]); });
-  std::vector<int64_t> strides(axes_.size());
-  mesh_strides(axes_, top_level, cluster_.num_gpus, strides.data());
-  for (size_t i = 0; i < axes_.size(); ++i) axes_[i].stride = strides[i];
+                   [&](size_t a, size_t b) { return rank(axes[a]) < rank(axes[b]); });
+  return top_level;
 }
 
 void mesh_strides(std::span<const pp_mesh_axis> axes, std::span<const size_t> top_level_order, int64_t num_gpus,

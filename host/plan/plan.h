@@ -87,6 +87,10 @@ class Plan {
   pp_plan_api_v1 api_{};
 };
 
+// The top-level axes (indices into `axes`) in the order `names` gives, innermost first; axes it
+// does not name go last, in creation order.
+std::vector<size_t> top_level_axes_in_order(std::span<const pp_mesh_axis> axes, const std::vector<std::string>& names);
+
 // The stride of every axis when the top-level axes are laid innermost-first in `top_level_order`
 // (indices into `axes`; every top-level axis exactly once); child axes subdivide their parent
 // innermost-first in creation order. Writes one stride per axis into `strides`. Throws PlanError

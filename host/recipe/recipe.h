@@ -39,6 +39,7 @@ struct StrategyEntry {
   std::string name;
   std::optional<int64_t> degree;
   std::vector<int64_t> degree_choices;  // search: the degrees to try; empty = what the plugin allows
+  bool degree_written = false;          // search: the recipe gave a degree (a value, a set or "auto")
   std::string key_path;            // "strategy[1]" (0-based, as in the file's order)
   const toml::table* table = nullptr;  // owned by Recipe::document
 };

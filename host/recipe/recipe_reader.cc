@@ -359,7 +359,9 @@ void read_strategies(Recipe& recipe, const toml::table& document, bool search) {
     if (!name || name->empty()) reader.fail(nullptr, "name", "is required (the strategy plugin's name)");
     entry.name = *name;
     if (search) {
-      entry.degree_choices = reader.integer_choices("degree", 1).value_or(std::vector<int64_t>{});
+      auto degrees = reader.integer_choices("degree", 1);
+      entry.degree_written = degrees.has_value();
+      entry.degree_choices = degrees.value_or(std::vector<int64_t>{});
       if (entry.degree_choices.size() == 1) entry.degree = entry.degree_choices.front();
     } else {
       entry.degree = reader.integer("degree", 1);

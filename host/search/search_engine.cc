@@ -274,8 +274,8 @@ class Worker {
     if (degree > 1 && std::none_of(plan.axes().begin(), plan.axes().end(), [&](const pp_mesh_axis& axis) {
           return strategy.plugin().name() == axis.owner;
         }))
-      throw InputError(strategy.context() + ": has degree " + std::to_string(degree) +
-                       " but the plugin created no mesh axis for it");
+      throw PlanError(strategy.context() + ": has degree " + std::to_string(degree) +
+                      " but the plugin created no mesh axis for it");
   }
 
   // The unsharded workload depends only on the micro-batch and recompute mode: built once each.
@@ -374,33 +374,18 @@ class Worker {
   // Fills strides_ with one stride set per layout; returns how many.
   uint32_t lay_out() {
     const std::vector<pp_mesh_axis>& axes = plan_.axes();
-    strides_.resize(axes.size());
     if (!space_.search_mesh_order || axes.empty()) {
-      order_.clear();
-      top_level_.clear();
-      for (size_t i = 0; i < axes.size(); ++i)
-        if (axes[i].parent[0] == '\0') top_level_.push_back(i);
-      const std::vector<std::string>& names = recipe_.cluster.mesh_order;
-      auto rank = [&](size_t axis) {
-        auto found = std::find(names.begin(), names.end(), axes[axis].name);
-        return found == names.end() ? names.size() : static_cast<size_t>(found - names.begin());
-      };
-      std::stable_sort(top_level_.begin(), top_level_.end(), [&](size_t a, size_t b) { return rank(a) < rank(b); });
+      strides_.resize(axes.size());
+      top_level_ = top_level_axes_in_order(axes, recipe_.cluster.mesh_order);
       mesh_strides(axes, top_level_, cluster_.num_gpus, strides_.data());
       layout_orders_.assign(1, top_level_);
       return 1;
     }
     // Axes of degree 1 place nothing; the others are tried in every order, the conventional
     // (Megatron-LM) order first, so it wins ties.
-    const std::vector<std::string> conventional = default_mesh_order();
-    auto rank = [&](size_t axis) {
-      auto found = std::find(conventional.begin(), conventional.end(), axes[axis].name);
-      return found == conventional.end() ? conventional.size() : static_cast<size_t>(found - conventional.begin());
-    };
     std::vector<size_t> moving, fixed;
-    for (size_t i = 0; i < axes.size(); ++i)
-      if (axes[i].parent[0] == '\0') (axes[i].degree > 1 ? moving : fixed).push_back(i);
-    std::stable_sort(moving.begin(), moving.end(), [&](size_t a, size_t b) { return rank(a) < rank(b); });
+    for (size_t axis : top_level_axes_in_order(axes, default_mesh_order()))
+      (axes[axis].degree > 1 ? moving : fixed).push_back(axis);
     std::vector<size_t> permutation(moving.size());
     for (size_t i = 0; i < permutation.size(); ++i) permutation[i] = i;
     layout_orders_.clear();
@@ -473,7 +458,7 @@ class Worker {
   const WorkItem* item_ = nullptr;
   uint64_t ordinal_ = 0;
   std::vector<int64_t> strides_;
-  std::vector<size_t> order_, top_level_;
+  std::vector<size_t> top_level_;
   std::vector<std::vector<size_t>> layout_orders_;
   std::vector<pp_plan_figures> figures_;
 };

@@ -47,8 +47,9 @@ std::vector<std::pair<std::string, const Rejection*>> by_count(const SearchResul
 
 std::string reason_detail(const std::string& reason, const Rejection& rejection, const SearchResult& result) {
   if (reason == "memory")
-    return "need more than " + bytes(result.usable_memory_bytes) + " per GPU (capacity less headroom); the smallest needs " +
-           bytes(result.smallest_rejected_memory_bytes);
+    return "need more than " + format("%.3f GB", result.usable_memory_bytes / 1e9) +
+           " per GPU (capacity less headroom); the smallest needs " +
+           format("%.3f GB", result.smallest_rejected_memory_bytes / 1e9);
   return rejection.example;
 }
 

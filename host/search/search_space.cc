@@ -172,13 +172,37 @@ std::vector<StrategyOption> strategy_options(const LoadedPlugin& plugin, const S
   std::vector<Case> narrowed;
   for (const Case& region : cases)
     if (auto kept = narrow(region, pinned)) narrowed.push_back(*kept);
-  if (narrowed.empty()) {
-    // The recipe's values as they are, at the degrees some case allows (any, without cases).
+  // Written values no case admits are still tried, as written, in a case of their own
+  // (schedule = ["1f1b", "gpipe"] tries gpipe though the plugin's cases leave it out).
+  std::vector<Choice> leftover = pinned;
+  bool any_left = narrowed.empty();
+  for (Choice& pin : leftover) {
+    std::vector<const toml::node*> unused;
+    for (const toml::node* value : pin.values) {
+      bool used = std::any_of(narrowed.begin(), narrowed.end(), [&](const Case& region) {
+        return std::any_of(region.choices.begin(), region.choices.end(), [&](const Choice& choice) {
+          return choice.param == pin.param &&
+                 std::any_of(choice.values.begin(), choice.values.end(),
+                             [&](const toml::node* kept) { return scalar_text(*kept) == scalar_text(*value); });
+        });
+      });
+      if (!used) unused.push_back(value);
+    }
+    if (!unused.empty()) {
+      pin.values = unused;
+      any_left = true;
+    }
+  }
+  if (any_left) {
+    // At the degrees some case allows; without cases and without a written degree, at degree 1,
+    // as `paraplan evaluate` reads the same table.
     Case only;
-    only.choices = pinned;
+    only.choices = leftover;
     if (!cases.empty()) {
       only.min_degree = cases.front().min_degree;
       for (const Case& region : cases) only.min_degree = std::min(only.min_degree, region.min_degree);
+    } else if (!entry->degree_written && !(plugin.metadata->strategy->flags & PP_STRATEGY_TAKES_REMAINDER)) {
+      only.max_degree = 1;
     }
     narrowed.push_back(only);
   }
