@@ -70,5 +70,17 @@ expect "create returns an error" 3 "strategy\[0\] 'test_status_error': bad param
 cp "$plugins/good/test_good.so" "$scratch/"
 (cd "$scratch" && expect "current directory not searched" 3 "no strategy plugin named 'test_good'" -- evaluate "$(with_plugin test_good)")
 
+# paraplan search: a space with no plan in it is exit 1 with a message naming what emptied it; a
+# bad objective is a usage error; a malformed value in a strategy's array is an input error at its
+# file, line and column.
+expect "search: empty space" 1 "empty_space.toml: the search space is empty: no choice of strategy degrees multiplies to cluster.num_gpus = 8" -- \
+  search "$data/search/empty_space.toml"
+expect "search: every plan rejected for memory" 1 "all_rejected_by_memory.toml: no plan survives the search: .*memory \(.*need more than 72\.0+ GB per GPU" -- \
+  search "$data/search/all_rejected_by_memory.toml"
+expect "search: bad objective" 2 "--objective: 'speed' is not one of throughput\|memory\|time-to-train" -- \
+  search "$data/search/empty_space.toml" --objective speed
+expect "search: malformed degree array" 3 "bad_degree_array.toml:14:14: strategy\[0\].degree: expected an integer, an array of integers or \"auto\", got a string" -- \
+  search "$data/search/bad_degree_array.toml"
+
 echo "$passed passed, $failures failed"
 [[ $failures -eq 0 ]]
