@@ -177,7 +177,7 @@ struct FiguresSink {
 class Worker {
  public:
   Worker(const Recipe& recipe, const PluginCatalog& catalog, const SearchSpace& space, const SearchSettings& settings,
-         int64_t gpus_per_node)
+         int64_t gpus_per_node, bool prices_plans = true)
       : recipe_(recipe),
         space_(space),
         settings_(settings),
@@ -188,6 +188,9 @@ class Worker {
         saved_(space.slots.size()),
         chosen_(space.slots.size(), 0),
         instances_(space.slots.size()) {
+    usable_memory_ = hardware_->profile().memory_bytes * (1.0 - settings.memory_headroom);
+    for (size_t level = 0; level < space.slots.size(); ++level) instances_[level].resize(space.slots[level].options.size());
+    if (!prices_plans) return;  // compose_ranked: composing needs no executor
     const LoadedPlugin& plugin = catalog.require(settings.executor, PP_KIND_EXECUTOR);
     ParamValues params = ParamValues::bind(*plugin.metadata, executor_table(), "executor." + settings.executor, recipe.file);
     executor_ = std::make_unique<PluginInstance>(plugin, std::move(params), "executor '" + settings.executor + "'");
@@ -195,8 +198,6 @@ class Worker {
     evaluate_ = functions.struct_size >= offsetof(pp_executor_v1, evaluate) + sizeof(functions.evaluate) ? functions.evaluate
                                                                                                          : nullptr;
     wants_schedule_ = functions.flags & PP_EXECUTOR_WALKS_SCHEDULE;
-    usable_memory_ = hardware_->profile().memory_bytes * (1.0 - settings.memory_headroom);
-    for (size_t level = 0; level < space.slots.size(); ++level) instances_[level].resize(space.slots[level].options.size());
   }
 
   void process(const WorkItem& item, uint64_t item_index) {
@@ -578,7 +579,7 @@ SearchResult run_search(const Recipe& recipe, const PluginCatalog& catalog, cons
 ComposedPlan compose_ranked(const Recipe& recipe, const PluginCatalog& catalog, const SearchResult& result,
                             const RankedPlan& plan, bool wants_schedule) {
   SearchSettings settings;
-  Worker worker(recipe, catalog, result.space, settings, checked_gpus_per_node(recipe, catalog));
+  Worker worker(recipe, catalog, result.space, settings, checked_gpus_per_node(recipe, catalog), /*prices_plans=*/false);
   return worker.compose(plan, wants_schedule);
 }
 

@@ -163,11 +163,15 @@ std::string empty_search_message(const SearchResult& result, const Recipe& recip
     return recipe.file + ": the search space is empty: no choice of strategy degrees multiplies to cluster.num_gpus = " +
            std::to_string(recipe.cluster.num_gpus) + " (check the pinned degrees and the strategies' search cases)";
   std::string text = recipe.file + ": no plan survives the search: all " + grouped(result.plans) + " candidate plans were rejected";
-  bool first = true;
-  for (const auto& [reason, rejection] : by_count(result)) {
-    text += (first ? "; " : ", ") + std::string(first ? "most by " : "") + reason + " (" + grouped(rejection->plans) +
-            ": " + reason_detail(reason, *rejection, result) + ")";
-    first = false;
+  // Memory is checked last, on plans that passed every constraint: when it rejected any, it is
+  // what finally empties the space, however many plans fell earlier.
+  std::vector<std::pair<std::string, const Rejection*>> reasons = by_count(result);
+  std::stable_partition(reasons.begin(), reasons.end(), [](const auto& entry) { return entry.first == "memory"; });
+  for (size_t i = 0; i < reasons.size(); ++i) {
+    const auto& [reason, rejection] = reasons[i];
+    std::string lead = i > 0 ? ", " : reason == "memory" ? "; the last check, " : "; most by ";
+    if (i == 1 && reasons[0].first == "memory") lead = "; before it, ";
+    text += lead + reason + " (" + grouped(rejection->plans) + ": " + reason_detail(reason, *rejection, result) + ")";
   }
   return text;
 }

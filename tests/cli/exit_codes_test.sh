@@ -68,7 +68,9 @@ expect "create returns an error" 3 "strategy\[0\] 'test_status_error': bad param
 
 # The current directory is never searched: a plugin sitting there is not found.
 cp "$plugins/good/test_good.so" "$scratch/"
-(cd "$scratch" && expect "current directory not searched" 3 "no strategy plugin named 'test_good'" -- evaluate "$(with_plugin test_good)")
+pushd "$scratch" >/dev/null
+expect "current directory not searched" 3 "no strategy plugin named 'test_good'" -- evaluate "$(with_plugin test_good)"
+popd >/dev/null
 
 # paraplan search: a space with no plan in it is exit 1 with a message naming what emptied it; a
 # bad objective is a usage error; a malformed value in a strategy's array is an input error at its
