@@ -70,11 +70,17 @@ std::vector<Case> plugin_cases(const LoadedPlugin& plugin) {
     return cases;
   for (uint32_t i = 0; i < table.search_case_count; ++i) {
     const pp_search_case& source = table.search_cases[i];
+    if (source.struct_size != sizeof(pp_search_case) || (source.choice_count > 0 && !source.choices))
+      throw InputError(plugin.file.string() + ": plugin '" + plugin.name() + "' declares a malformed search case " +
+                       std::to_string(i + 1));
     Case region;
     region.min_degree = std::max<int64_t>(1, source.min_degree);
     region.max_degree = std::max<int64_t>(0, source.max_degree);
     for (uint32_t j = 0; j < source.choice_count && source.choices; ++j) {
       const pp_search_choice& choice = source.choices[j];
+      if (choice.struct_size != sizeof(pp_search_choice) || (choice.value_count > 0 && !choice.values))
+        throw InputError(plugin.file.string() + ": plugin '" + plugin.name() + "' declares a malformed search choice in case " +
+                         std::to_string(i + 1));
       const pp_param_spec* spec = choice.param ? find_spec(*plugin.metadata, choice.param) : nullptr;
       if (!spec)
         throw InputError(plugin.file.string() + ": plugin '" + plugin.name() + "' declares a search case for '" +

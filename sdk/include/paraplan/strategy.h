@@ -55,6 +55,9 @@ typedef struct pp_strategy_context {
   int32_t wants_schedule; /* 0: the executor ignores schedule steps; a pipeline may skip them */
 } pp_strategy_context;
 
+/* pp_search_choice and pp_search_case come in arrays the host indexes with its own sizeof, like
+ * pp_param_spec: they never grow within major version 1 (a later minor would add new arrays). */
+
 /* One parameter a search case varies: the values to try, written as a recipe would write them
  * ("2", "true", "interleaved-1f1b", "0.5"); the host validates them against the schema. */
 typedef struct pp_search_choice {
