@@ -172,25 +172,17 @@ TEST(AdviseLadder, NamesAStrategyPluginItNeedsThatIsNotLoaded) {
 }
 
 // The command, in-process, on a recipe written to a file.
-struct CommandRun {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
+using test::CommandRun;
 
 CommandRun advise(const std::string& recipe_text, std::vector<std::string> extra) {
   std::filesystem::path file = std::filesystem::temp_directory_path() /
                                ("paraplan_advise_" + std::to_string(getpid()) + "_" + std::to_string(recipe_text.size()) + ".toml");
   std::ofstream(file) << recipe_text;
-  std::vector<std::string> arguments = {"advise", file.string(), "--plugin-path=" PARAPLAN_BUNDLED_PLUGIN_DIR,
-                                        "--threads=2"};
+  std::vector<std::string> arguments = {"advise", file.string(), "--threads=2"};
   arguments.insert(arguments.end(), extra.begin(), extra.end());
-  std::ostringstream out, err;
-  std::streambuf* saved = std::cout.rdbuf(out.rdbuf());
-  int code = run_command_line(arguments, err);
-  std::cout.rdbuf(saved);
+  CommandRun run = test::run_command(arguments);
   std::filesystem::remove(file);
-  return {code, out.str(), err.str()};
+  return run;
 }
 
 TEST(AdviseCommand, GapIsTheLadderStepOverTheOptimumStep) {

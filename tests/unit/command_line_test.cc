@@ -10,20 +10,8 @@
 namespace paraplan::host {
 namespace {
 
-struct CommandRun {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
-
-CommandRun run(std::vector<std::string> arguments) {
-  arguments.push_back("--plugin-path=" PARAPLAN_BUNDLED_PLUGIN_DIR);
-  std::ostringstream out, err;
-  std::streambuf* saved = std::cout.rdbuf(out.rdbuf());
-  int code = run_command_line(arguments, err);
-  std::cout.rdbuf(saved);
-  return {code, out.str(), err.str()};
-}
+using test::CommandRun;
+CommandRun run(std::vector<std::string> arguments) { return test::run_command(std::move(arguments)); }
 
 const std::string kRecipe = PARAPLAN_RECIPES_DIR "/llama2-7b-fsdp-64xh100.toml";
 

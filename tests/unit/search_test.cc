@@ -501,20 +501,8 @@ TEST(Search, RankingDoesNotDependOnTheThreadCount) {
 // ---------------------------------------------------------------------------------------------
 // Empty spaces, through the command line
 
-struct CommandRun {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
-
-CommandRun run_command(std::vector<std::string> arguments) {
-  arguments.push_back("--plugin-path=" PARAPLAN_BUNDLED_PLUGIN_DIR);
-  std::ostringstream out, err;
-  std::streambuf* saved = std::cout.rdbuf(out.rdbuf());
-  int code = run_command_line(arguments, err);
-  std::cout.rdbuf(saved);
-  return {code, out.str(), err.str()};
-}
+using test::CommandRun;
+using test::run_command;
 
 size_t line_count(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
 

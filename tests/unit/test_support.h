@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "host/cli/command.h"
 
 #include "host/core/errors.h"
 #include "host/plugin/plugin_catalog.h"
@@ -64,6 +68,22 @@ inline Evaluated evaluate_recipe(const std::string& text, const std::string& exe
   evaluated.results =
       host::run_executor(executor, *evaluated.recipe, bundled_catalog(), evaluated.composed, *evaluated.hardware);
   return evaluated;
+}
+
+// A whole command line run in-process with the bundled plugins: its exit code, stdout and stderr.
+struct CommandRun {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+inline CommandRun run_command(std::vector<std::string> arguments) {
+  arguments.push_back("--plugin-path=" PARAPLAN_BUNDLED_PLUGIN_DIR);
+  std::ostringstream out, err;
+  std::streambuf* saved = std::cout.rdbuf(out.rdbuf());
+  int code = host::run_command_line(arguments, err);
+  std::cout.rdbuf(saved);
+  return {code, out.str(), err.str()};
 }
 
 }  // namespace paraplan::test
