@@ -34,6 +34,15 @@ TEST(PluginLibrary, RefusesANewerMinor) {
                                 {"built for SDK ABI 1.2", "newer than this host's ABI 1.1"});
 }
 
+// The other side of the minor rule: a plugin built against 1.0, whose strategy table ends before
+// the 1.1 search fields, still loads.
+TEST(PluginLibrary, LoadsAPluginBuiltAgainstAnOlderMinor) {
+  LoadedPlugin plugin = load_plugin_library(PARAPLAN_TEST_PLUGIN_ABI_1_0_FILE);
+  EXPECT_EQ(plugin.name(), "test_abi_1_0");
+  EXPECT_EQ(plugin.metadata->abi_minor, 0u);
+  EXPECT_EQ(plugin.metadata->strategy->struct_size, PP_STRATEGY_V1_0_SIZE);
+}
+
 TEST(PluginLibrary, RefusesALibraryWithoutEntryPoint) {
   expect_error<PluginLoadError>([] { load_plugin_library(PARAPLAN_TEST_PLUGIN_NO_ENTRY_FILE); },
                                 {"not a paraplan plugin", "paraplan_plugin_v1"});

@@ -676,8 +676,9 @@ class GuardedTable {
 
 // tp, fsdp, the analytic executor and the H100 profile, plus "test_abi_1_0", a strategy whose
 // metadata claims ABI 1.0 and whose table is the guarded 1.0 table: it accepts every plan and
-// changes nothing. No test plugin file claims ABI 1.0 (tests/plugins/abi_minor claims a newer
-// minor and is refused), so it joins a scanned catalog as the loader would leave it.
+// changes nothing. It joins a scanned catalog as the loader would leave it: the file
+// tests/plugins/abi_1_0 shows the loader accepts such a plugin (plugin_library_test.cc); this
+// copy sits against a page the process may not read, so reading past 1.0's fields would crash.
 struct Abi10Catalog {
   GuardedTable guarded;
   pp_plugin_v1 metadata =
