@@ -210,18 +210,8 @@ int run_advise_command(const std::vector<std::string>& arguments) {
       "headroom", po::value(&search_settings.memory_headroom)->value_name("FRACTION")->default_value(0.10, "0.10"),
       "GPU memory kept free: a plan fits in (1 - FRACTION) x capacity (the ladder and the search)")(
       "threads", po::value(&search_settings.threads)->value_name("N")->default_value(0),
-      "search worker threads (0: every core)")(
-      "set", po::value(&overrides)->composing()->value_name("KEY=VALUE"),
-      "override a recipe key before reading it (repeatable): cluster.num_gpus=1024");
-  options.add(common_options(common, /*with_json=*/true));
-  po::options_description hidden;
-  hidden.add_options()("recipe", po::value(&recipe_file));
-  po::options_description all;
-  all.add(options).add(hidden);
-  po::positional_options_description positional;
-  positional.add("recipe", 1);
-  po::variables_map variables;
-  parse_arguments(arguments, all, positional, variables);
+      "search worker threads (0: every core)");
+  parse_recipe_command(arguments, options, common, recipe_file, overrides);
   if (common.help || recipe_file.empty()) {
     print_command_help(
         "paraplan advise RECIPE [options]",

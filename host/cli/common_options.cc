@@ -37,6 +37,22 @@ void parse_arguments(const std::vector<std::string>& arguments, const po::option
   }
 }
 
+void parse_recipe_command(const std::vector<std::string>& arguments, po::options_description& options,
+                          CommonOptions& common, std::string& recipe_file, std::vector<std::string>& overrides) {
+  options.add_options()("set", po::value(&overrides)->composing()->value_name("KEY=VALUE"),
+                        "override a recipe key before reading it (repeatable): cluster.num_gpus=512, "
+                        "strategy.tp.degree=8");
+  options.add(common_options(common, /*with_json=*/true));
+  po::options_description hidden;
+  hidden.add_options()("recipe", po::value(&recipe_file));
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description positional;
+  positional.add("recipe", 1);
+  po::variables_map variables;
+  parse_arguments(arguments, all, positional, variables);
+}
+
 void configure_logging(const CommonOptions& options) {
   auto logger = spdlog::get("paraplan");
   if (!logger) logger = spdlog::stderr_color_mt("paraplan");

@@ -28,6 +28,12 @@ void parse_arguments(const std::vector<std::string>& arguments,
                      const boost::program_options::positional_options_description& positional,
                      boost::program_options::variables_map& variables);
 
+// The command line of a command that reads one recipe (evaluate, search, advise): the command's
+// `options`, then --set KEY=VALUE (recipe_overrides.h) into `overrides` and the common options
+// (both appended to `options`, so its help lists them), and the positional RECIPE.
+void parse_recipe_command(const std::vector<std::string>& arguments, boost::program_options::options_description& options,
+                          CommonOptions& common, std::string& recipe_file, std::vector<std::string>& overrides);
+
 // Sets the log level (warnings by default) and sends logs to stderr, keeping stdout for reports.
 void configure_logging(const CommonOptions& options);
 

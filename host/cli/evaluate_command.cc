@@ -22,18 +22,8 @@ int run_evaluate_command(const std::vector<std::string>& arguments) {
   std::vector<std::string> overrides;
   po::options_description options("Evaluate options");
   options.add_options()("executor", po::value(&executor)->value_name("NAME"),
-                        "executor plugin that turns the plan into figures (default: analytic)")(
-      "set", po::value(&overrides)->composing()->value_name("KEY=VALUE"),
-      "override a recipe key before reading it (repeatable): cluster.num_gpus=512, strategy.tp.degree=8");
-  options.add(common_options(common, /*with_json=*/true));
-  po::options_description hidden;
-  hidden.add_options()("recipe", po::value(&recipe_file));
-  po::options_description all;
-  all.add(options).add(hidden);
-  po::positional_options_description positional;
-  positional.add("recipe", 1);
-  po::variables_map variables;
-  parse_arguments(arguments, all, positional, variables);
+                        "executor plugin that turns the plan into figures (default: analytic)");
+  parse_recipe_command(arguments, options, common, recipe_file, overrides);
   if (common.help || recipe_file.empty()) {
     print_command_help(
         "paraplan evaluate RECIPE [options]",

@@ -70,18 +70,8 @@ int run_search_command(const std::vector<std::string>& arguments) {
       "GPU memory kept free: a plan must fit in (1 - FRACTION) x capacity")(
       "threads", po::value(&settings.threads)->value_name("N")->default_value(0), "worker threads (0: every core)")(
       "executor", po::value(&executor)->value_name("NAME"), "executor plugin that prices the plans (default: analytic)")(
-      "brief", po::bool_switch(&brief), "leave out the winner's full evaluate report")(
-      "set", po::value(&overrides)->composing()->value_name("KEY=VALUE"),
-      "override a recipe key before reading it (repeatable): cluster.num_gpus=1024");
-  options.add(common_options(common, /*with_json=*/true));
-  po::options_description hidden;
-  hidden.add_options()("recipe", po::value(&recipe_file));
-  po::options_description all;
-  all.add(options).add(hidden);
-  po::positional_options_description positional;
-  positional.add("recipe", 1);
-  po::variables_map variables;
-  parse_arguments(arguments, all, positional, variables);
+      "brief", po::bool_switch(&brief), "leave out the winner's full evaluate report");
+  parse_recipe_command(arguments, options, common, recipe_file, overrides);
   if (common.help || recipe_file.empty()) {
     print_command_help(
         "paraplan search RECIPE [options]",
