@@ -143,12 +143,16 @@ int64_t data_parallel_size(const std::vector<PendingStrategy>& strategies) {
 
 }  // namespace
 
-ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, int64_t gpus_per_node,
-                          bool wants_schedule) {
+void require_whole_nodes(const Recipe& recipe, int64_t gpus_per_node) {
   const int64_t gpus = recipe.cluster.num_gpus;
   if (gpus > gpus_per_node && gpus % gpus_per_node != 0)
     throw PlanError(recipe.file + ": cluster.num_gpus = " + std::to_string(gpus) +
                     " is not a whole number of nodes of gpus_per_node = " + std::to_string(gpus_per_node));
+}
+
+ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, int64_t gpus_per_node,
+                          bool wants_schedule) {
+  require_whole_nodes(recipe, gpus_per_node);
   std::vector<PendingStrategy> strategies = bind_strategies(recipe, catalog);
   resolve_degrees(recipe, catalog, strategies);
   std::stable_sort(strategies.begin(), strategies.end(), [](const PendingStrategy& a, const PendingStrategy& b) {

@@ -33,6 +33,9 @@ struct ComposedPlan {
   std::vector<AppliedStrategy> strategies;  // in application order
 };
 
+// Throws PlanError unless the cluster is one partial node or a whole number of nodes.
+void require_whole_nodes(const Recipe& recipe, int64_t gpus_per_node);
+
 // `wants_schedule`: whether the executor that will run the plan walks its schedule steps
 // (PP_EXECUTOR_WALKS_SCHEDULE); strategies may skip listing them otherwise.
 ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, int64_t gpus_per_node,

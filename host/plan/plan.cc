@@ -62,38 +62,24 @@ Plan::Plan(const pp_model& model, const pp_training& training, const pp_cluster&
 void Plan::reset(const pp_training& training, int64_t data_parallel_size) {
   training_ = training;
   data_parallel_size_ = data_parallel_size;
-  axes_.clear();
-  ops_.clear();
-  memory_.clear();
-  steps_.clear();
-  pipeline_ = pp_pipeline{};
-  pipeline_.struct_size = sizeof(pp_pipeline);
-  pipeline_.schedule = PP_SCHEDULE_NONE;
-  pipeline_.stages = 1;
-  pipeline_.virtual_stages = 1;
-  pipeline_.micro_batches = training.global_batch / (training.micro_batch * data_parallel_size);
-  pipeline_.bubble_fraction = 0.0;
-  pipeline_.in_flight_micro_batches = 1.0;
-  stages_.assign(1, pp_stage{sizeof(pp_stage), model_.layers, 1, 1, 1.0});
+  state_.axes.clear();
+  state_.ops.clear();
+  state_.memory.clear();
+  state_.steps.clear();
+  state_.pipeline = pp_pipeline{};
+  state_.pipeline.struct_size = sizeof(pp_pipeline);
+  state_.pipeline.schedule = PP_SCHEDULE_NONE;
+  state_.pipeline.stages = 1;
+  state_.pipeline.virtual_stages = 1;
+  state_.pipeline.micro_batches = training.global_batch / (training.micro_batch * data_parallel_size);
+  state_.pipeline.bubble_fraction = 0.0;
+  state_.pipeline.in_flight_micro_batches = 1.0;
+  state_.stages.assign(1, pp_stage{sizeof(pp_stage), model_.layers, 1, 1, 1.0});
 }
 
-void Plan::save(State& state) const {
-  state.axes = axes_;
-  state.ops = ops_;
-  state.memory = memory_;
-  state.pipeline = pipeline_;
-  state.stages = stages_;
-  state.steps = steps_;
-}
+void Plan::save(State& state) const { state = state_; }
 
-void Plan::restore(const State& state) {
-  axes_ = state.axes;
-  ops_ = state.ops;
-  memory_ = state.memory;
-  pipeline_ = state.pipeline;
-  stages_ = state.stages;
-  steps_ = state.steps;
-}
+void Plan::restore(const State& state) { state_ = state; }
 
 pp_plan_view_v1 Plan::view() const {
   pp_plan_view_v1 view{};
@@ -101,17 +87,17 @@ pp_plan_view_v1 Plan::view() const {
   view.model = &model_;
   view.training = &training_;
   view.cluster = &cluster_;
-  view.axes = axes_.data();
-  view.axis_count = static_cast<uint32_t>(axes_.size());
-  view.ops = ops_.data();
-  view.op_count = static_cast<uint32_t>(ops_.size());
-  view.memory = memory_.data();
-  view.memory_count = static_cast<uint32_t>(memory_.size());
-  view.pipeline = &pipeline_;
-  view.stages = stages_.data();
-  view.stage_count = static_cast<uint32_t>(stages_.size());
-  view.steps = steps_.data();
-  view.step_count = steps_.size();
+  view.axes = state_.axes.data();
+  view.axis_count = static_cast<uint32_t>(state_.axes.size());
+  view.ops = state_.ops.data();
+  view.op_count = static_cast<uint32_t>(state_.ops.size());
+  view.memory = state_.memory.data();
+  view.memory_count = static_cast<uint32_t>(state_.memory.size());
+  view.pipeline = &state_.pipeline;
+  view.stages = state_.stages.data();
+  view.stage_count = static_cast<uint32_t>(state_.stages.size());
+  view.steps = state_.steps.data();
+  view.step_count = state_.steps.size();
   view.data_parallel_size = data_parallel_size_;
   return view;
 }
@@ -128,7 +114,7 @@ int32_t Plan::add_axis(void* plan, const char* name, int64_t degree, const char*
   Plan& target = self(plan);
   if (!name || !*name || std::strlen(name) >= PP_AXIS_NAME_CAPACITY || degree < 1) return -1;
   if (parent && std::strlen(parent) >= PP_AXIS_NAME_CAPACITY) return -1;
-  for (const pp_mesh_axis& axis : target.axes_)
+  for (const pp_mesh_axis& axis : target.state_.axes)
     if (std::strcmp(axis.name, name) == 0) return -1;
   pp_mesh_axis axis{};
   axis.struct_size = sizeof(axis);
@@ -137,43 +123,43 @@ int32_t Plan::add_axis(void* plan, const char* name, int64_t degree, const char*
   if (owner) std::strncpy(axis.owner, owner, PP_OWNER_CAPACITY - 1);
   axis.degree = degree;
   axis.stride = 0;
-  target.axes_.push_back(axis);
-  return static_cast<int32_t>(target.axes_.size() - 1);
+  target.state_.axes.push_back(axis);
+  return static_cast<int32_t>(target.state_.axes.size() - 1);
 }
 
 pp_status Plan::set_op(void* plan, uint32_t index, const pp_op* op) {
   Plan& target = self(plan);
-  if (index >= target.ops_.size()) return PP_ERROR_INVALID_ARGUMENT;
+  if (index >= target.state_.ops.size()) return PP_ERROR_INVALID_ARGUMENT;
   pp_op copy;
-  if (!copy_versioned(op, copy, target.ops_[index]) || !valid_op(copy, target.axes_.size()))
+  if (!copy_versioned(op, copy, target.state_.ops[index]) || !valid_op(copy, target.state_.axes.size()))
     return PP_ERROR_INVALID_ARGUMENT;
-  target.ops_[index] = copy;
+  target.state_.ops[index] = copy;
   return PP_OK;
 }
 
 pp_status Plan::insert_op(void* plan, uint32_t index, const pp_op* op) {
   Plan& target = self(plan);
-  if (index > target.ops_.size()) return PP_ERROR_INVALID_ARGUMENT;
+  if (index > target.state_.ops.size()) return PP_ERROR_INVALID_ARGUMENT;
   pp_op copy;
-  if (!copy_versioned(op, copy, default_op()) || !valid_op(copy, target.axes_.size())) return PP_ERROR_INVALID_ARGUMENT;
-  target.ops_.insert(target.ops_.begin() + index, copy);
+  if (!copy_versioned(op, copy, default_op()) || !valid_op(copy, target.state_.axes.size())) return PP_ERROR_INVALID_ARGUMENT;
+  target.state_.ops.insert(target.state_.ops.begin() + index, copy);
   return PP_OK;
 }
 
 pp_status Plan::remove_op(void* plan, uint32_t index) {
   Plan& target = self(plan);
-  if (index >= target.ops_.size()) return PP_ERROR_INVALID_ARGUMENT;
-  target.ops_.erase(target.ops_.begin() + index);
+  if (index >= target.state_.ops.size()) return PP_ERROR_INVALID_ARGUMENT;
+  target.state_.ops.erase(target.state_.ops.begin() + index);
   return PP_OK;
 }
 
 pp_status Plan::set_memory(void* plan, uint32_t index, const pp_memory_item* item) {
   Plan& target = self(plan);
-  if (index >= target.memory_.size()) return PP_ERROR_INVALID_ARGUMENT;
+  if (index >= target.state_.memory.size()) return PP_ERROR_INVALID_ARGUMENT;
   pp_memory_item copy;
-  if (!copy_versioned(item, copy, target.memory_[index]) || !terminated(copy.name) || copy.bytes < 0)
+  if (!copy_versioned(item, copy, target.state_.memory[index]) || !terminated(copy.name) || copy.bytes < 0)
     return PP_ERROR_INVALID_ARGUMENT;
-  target.memory_[index] = copy;
+  target.state_.memory[index] = copy;
   return PP_OK;
 }
 
@@ -184,14 +170,14 @@ pp_status Plan::add_memory(void* plan, const pp_memory_item* item) {
   fallback.struct_size = sizeof(fallback);
   if (!copy_versioned(item, copy, fallback) || !terminated(copy.name) || !terminated(copy.owner) || copy.bytes < 0)
     return PP_ERROR_INVALID_ARGUMENT;
-  target.memory_.push_back(copy);
+  target.state_.memory.push_back(copy);
   return PP_OK;
 }
 
 pp_status Plan::set_pipeline(void* plan, const pp_pipeline* pipeline, const pp_stage* stages, uint32_t count) {
   Plan& target = self(plan);
   pp_pipeline copy;
-  if (!copy_versioned(pipeline, copy, target.pipeline_)) return PP_ERROR_INVALID_ARGUMENT;
+  if (!copy_versioned(pipeline, copy, target.state_.pipeline)) return PP_ERROR_INVALID_ARGUMENT;
   if (copy.stages < 1 || copy.virtual_stages < 1 || copy.micro_batches < 1 || count != copy.stages || !stages)
     return PP_ERROR_INVALID_ARGUMENT;
   std::vector<pp_stage> layout;
@@ -205,8 +191,8 @@ pp_status Plan::set_pipeline(void* plan, const pp_pipeline* pipeline, const pp_s
     layout.push_back(stage);
   }
   if (layers != target.model_.layers) return PP_ERROR_INVALID_ARGUMENT;  // every layer placed exactly once
-  target.pipeline_ = copy;
-  target.stages_ = std::move(layout);
+  target.state_.pipeline = copy;
+  target.state_.stages = std::move(layout);
   return PP_OK;
 }
 
@@ -219,19 +205,19 @@ pp_status Plan::set_schedule(void* plan, const pp_schedule_step* steps, uint64_t
     pp_schedule_step step;
     if (!copy_versioned(&steps[i], step, pp_schedule_step{sizeof(pp_schedule_step), 0, 0, 0, PP_PHASE_FORWARD}))
       return PP_ERROR_INVALID_ARGUMENT;
-    if (step.stage < 0 || step.stage >= target.pipeline_.stages) return PP_ERROR_INVALID_ARGUMENT;
+    if (step.stage < 0 || step.stage >= target.state_.pipeline.stages) return PP_ERROR_INVALID_ARGUMENT;
     if (step.phase < PP_PHASE_FORWARD || step.phase > PP_PHASE_WEIGHT_GRADIENT || step.micro_batch < 0 || step.chunk < 0)
       return PP_ERROR_INVALID_ARGUMENT;
     copy.push_back(step);
   }
-  target.steps_ = std::move(copy);
+  target.state_.steps = std::move(copy);
   return PP_OK;
 }
 
 void Plan::lay_out_mesh(const std::vector<std::string>& mesh_order) {
-  std::vector<int64_t> strides(axes_.size());
-  mesh_strides(axes_, top_level_axes_in_order(axes_, mesh_order), cluster_.num_gpus, strides.data());
-  for (size_t i = 0; i < axes_.size(); ++i) axes_[i].stride = strides[i];
+  std::vector<int64_t> strides(state_.axes.size());
+  mesh_strides(state_.axes, top_level_axes_in_order(state_.axes, mesh_order), cluster_.num_gpus, strides.data());
+  for (size_t i = 0; i < state_.axes.size(); ++i) state_.axes[i].stride = strides[i];
 }
 
 std::vector<size_t> top_level_axes_in_order(std::span<const pp_mesh_axis> axes, const std::vector<std::string>& names) {

@@ -49,13 +49,13 @@ class Plan {
   void reset(const pp_training& training, int64_t data_parallel_size);
 
   // The workload builder fills these directly; everyone else edits through api().
-  std::vector<pp_op>& ops() { return ops_; }
-  std::vector<pp_memory_item>& memory() { return memory_; }
-  const std::vector<pp_op>& op_list() const { return ops_; }
-  const std::vector<pp_memory_item>& memory_items() const { return memory_; }
-  const std::vector<pp_mesh_axis>& axes() const { return axes_; }
-  const pp_pipeline& pipeline() const { return pipeline_; }
-  const std::vector<pp_stage>& stages() const { return stages_; }
+  std::vector<pp_op>& ops() { return state_.ops; }
+  std::vector<pp_memory_item>& memory() { return state_.memory; }
+  const std::vector<pp_op>& op_list() const { return state_.ops; }
+  const std::vector<pp_memory_item>& memory_items() const { return state_.memory; }
+  const std::vector<pp_mesh_axis>& axes() const { return state_.axes; }
+  const pp_pipeline& pipeline() const { return state_.pipeline; }
+  const std::vector<pp_stage>& stages() const { return state_.stages; }
   const pp_model& model() const { return model_; }
   const pp_training& training() const { return training_; }
   const pp_cluster& cluster() const { return cluster_; }
@@ -78,12 +78,7 @@ class Plan {
   pp_training training_;
   pp_cluster cluster_;
   int64_t data_parallel_size_;
-  std::vector<pp_mesh_axis> axes_;
-  std::vector<pp_op> ops_;
-  std::vector<pp_memory_item> memory_;
-  pp_pipeline pipeline_{};
-  std::vector<pp_stage> stages_;
-  std::vector<pp_schedule_step> steps_;
+  State state_;  // what pp_plan_api_v1 edits
   pp_plan_api_v1 api_{};
 };
 

@@ -466,10 +466,7 @@ class Worker {
 
 int64_t checked_gpus_per_node(const Recipe& recipe, const PluginCatalog& catalog) {
   const int64_t per_node = gpus_per_node(recipe, *open_hardware(recipe, catalog));
-  const int64_t gpus = recipe.cluster.num_gpus;
-  if (gpus > per_node && gpus % per_node != 0)
-    throw PlanError(recipe.file + ": cluster.num_gpus = " + std::to_string(gpus) +
-                    " is not a whole number of nodes of gpus_per_node = " + std::to_string(per_node));
+  require_whole_nodes(recipe, per_node);
   return per_node;
 }
 
