@@ -26,7 +26,7 @@ constexpr Datasheet kA100Sxm80g{
             .memory_bandwidth_gb_s = 2039,
             .memory_efficiency = 0.85,
             .host_link_bandwidth_gb_s = 32,  // PCIe Gen4 x16: 64 GB/s both directions
-            .gemm_efficiency_max = 0.76,
+            .gemm_efficiency_max = 0.71,
             .gemm_half_efficiency_gflop = std::nullopt,
             .attention_efficiency = 0.55,
             .tiers = kA100SxmTiers,

@@ -26,7 +26,7 @@ constexpr Datasheet kB200{
             .memory_bandwidth_gb_s = 8000,
             .memory_efficiency = 0.85,
             .host_link_bandwidth_gb_s = 64,  // PCIe Gen5 x16 to the DGX B200 Xeon hosts
-            .gemm_efficiency_max = 0.68,
+            .gemm_efficiency_max = 0.64,
             .gemm_half_efficiency_gflop = std::nullopt,
             .attention_efficiency = 0.47,
             .tiers = kB200Tiers,

@@ -25,7 +25,7 @@ constexpr Datasheet kH100Sxm{
             .memory_bandwidth_gb_s = 3350,
             .memory_efficiency = 0.85,
             .host_link_bandwidth_gb_s = 64,  // PCIe Gen5 x16: 128 GB/s both directions
-            .gemm_efficiency_max = 0.70,
+            .gemm_efficiency_max = 0.66,
             .gemm_half_efficiency_gflop = std::nullopt,
             .attention_efficiency = 0.47,
             .tiers = kH100SxmTiers,

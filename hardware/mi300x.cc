@@ -26,7 +26,7 @@ constexpr Datasheet kMi300x{
             .memory_bandwidth_gb_s = 5300,
             .memory_efficiency = 0.80,
             .host_link_bandwidth_gb_s = 64,  // PCIe Gen5 x16: 128 GB/s both directions
-            .gemm_efficiency_max = 0.48,
+            .gemm_efficiency_max = 0.46,
             .gemm_half_efficiency_gflop = std::nullopt,
             .attention_efficiency = 0.30,
             .tiers = kMi300xTiers,

@@ -9,6 +9,7 @@ namespace {
 
 constexpr const char* kOwner = "model";
 constexpr double kActivationBytes = 2.0;  // bf16/fp16 activations, also under fp8 GEMMs
+constexpr double kResidualAddBytes = 3.0 * kActivationBytes + 1.0;  // two reads, a write, a dropout mask
 
 struct Shape {
   double tokens, seq, batch, hidden, heads, kv_heads, head_dim, ffn, vocab;
@@ -67,19 +68,21 @@ class OpEmitter {
     op.dtype = dtype_ == PP_DTYPE_FP8 ? PP_DTYPE_BF16 : dtype_;
     emit(op, /*attention=*/true);
   }
-  void memory_bound(const char* name, double bytes) {
+  // A memory-bound kernel moving `bytes` forward and `backward_bytes` backward (default: twice
+  // the forward, a gradient for each input read).
+  void memory_bound(const char* name, double bytes, double backward_bytes = -1.0, bool attention = false) {
     pp_op op = make_op(PP_OP_MEMORY, PP_PHASE_FORWARD, scope_, name, kOwner);
     op.bytes = bytes;
-    emit(op, /*attention=*/false);
+    emit(op, attention, backward_bytes >= 0 ? backward_bytes : 2.0 * bytes);
   }
 
  private:
-  void emit(pp_op op, bool attention) {
+  void emit(pp_op op, bool attention, double backward_bytes = -1.0) {
     plan_.ops().push_back(op);
     pp_op backward = op;
     backward.phase = PP_PHASE_BACKWARD;
     backward.flops *= 2.0;
-    backward.bytes *= 2.0;
+    backward.bytes = backward_bytes >= 0 ? backward_bytes : 2.0 * op.bytes;
     plan_.ops().push_back(backward);
     bool recomputed = recompute_ == PP_RECOMPUTE_FULL || (recompute_ == PP_RECOMPUTE_SELECTIVE && attention);
     if (recomputed && scope_ == PP_SCOPE_LAYER) {
@@ -127,7 +130,19 @@ void add_layer(Plan& plan, const Shape& s, const pp_training& training, const Wo
   emit.memory_bound("attn_norm", 2.0 * kActivationBytes * t * h);
   emit.gemm("qkv", t, q_width + 2.0 * kv_width, h);
   emit.attention(s.seq, d, s.batch * s.heads);
+  if (!options.flash_attention) {
+    // Without a fused attention kernel the b·a·s² scores go through HBM: scale-mask-softmax
+    // reads and writes them (2 + 2 bytes each), dropout reads them, writes them and a 1-byte
+    // mask (5); backward, dropout's gradient (read 2 + mask 1, write 2) and softmax's (read
+    // probabilities and gradient, write 2 + 2 + 2). Recomputed with the core (selective).
+    const double scores = s.batch * s.heads * s.seq * s.seq;
+    emit.memory_bound("attention_softmax", 9.0 * scores, 11.0 * scores, /*attention=*/true);
+  }
   emit.gemm("attn_out", t, h, q_width);
+  // Bias, dropout and residual add after each block, fused (Megatron-LM's bias_dropout_add):
+  // read the block's output and the residual stream, write the sum and the 1-byte mask forward
+  // (7 bytes per element); backward reads the gradient and mask and writes both branches' (7).
+  emit.memory_bound("attn_residual", kResidualAddBytes * t * h, kResidualAddBytes * t * h);
   emit.memory_bound("mlp_norm", 2.0 * kActivationBytes * t * h);
   double ffn = s.ffn;
   double routed_tokens = t;
@@ -146,6 +161,7 @@ void add_layer(Plan& plan, const Shape& s, const pp_training& training, const Wo
     emit.memory_bound("mlp_act", (s.swiglu ? 3.0 : 2.0) * kActivationBytes * t * ffn);
     emit.gemm("mlp_down", t, h, ffn);
   }
+  emit.memory_bound("mlp_residual", kResidualAddBytes * t * h, kResidualAddBytes * t * h);
 
   // Activations kept for backward, per layer and micro-batch (Korthikanti et al. 2022, sec. 4.1,
   // generalised to GQA and SwiGLU): 34·s·b·h + 5·a·s²·b for a GELU MLP with f = 4h.

@@ -104,6 +104,31 @@ TEST(PipelineParallel, UnevenLayoutLightensTheEndStages) {
   EXPECT_EQ(stage_layers(two), (std::vector<int64_t>{30, 50}));
 }
 
+TEST(PipelineParallel, InterleavingLetsALightenedEndStageHoldUnequalChunks) {
+  // Llama 3 405B's layout: 126 layers on 16 stages, the ends trimmed to 7, the middle 8. With two
+  // chunks per rank the middle stages hold 4 + 4 and the ends 4 + 3, as Llama 3 interleaves.
+  test::Evaluated llama3 = test::evaluate_recipe(small_recipe(
+      16, 16, "degree = 16\nschedule = \"interleaved-1f1b\"\nvirtual_stages = 2\ntrim_ends = true\n", 126));
+  std::vector<int64_t> expected(16, 8);
+  expected.front() = expected.back() = 7;
+  EXPECT_EQ(stage_layers(llama3), expected);
+  EXPECT_DOUBLE_EQ(llama3.number("pipeline.bubble_fraction"), 15.0 / (2 * 16));
+  // The full stages still need equal chunks: 3 do not divide 8.
+  expect_error<PlanError>(
+      [] {
+        test::evaluate_recipe(small_recipe(
+            16, 16, "degree = 16\nschedule = \"interleaved-1f1b\"\nvirtual_stages = 3\ntrim_ends = true\n", 126));
+      },
+      {"virtual_stages = 3 must divide the layers of every stage", "stage 1 has 8"});
+  // And a lightened end stage at least one layer per chunk: 1 layer cannot make 2 chunks.
+  expect_error<PlanError>(
+      [] {
+        test::evaluate_recipe(small_recipe(
+            4, 8, "degree = 4\nschedule = \"interleaved-1f1b\"\nvirtual_stages = 2\nfirst_stage_layers = 1\n", 31));
+      },
+      {"a lightened end stage needs at least one layer per chunk", "stage 0 has 1"});
+}
+
 // ---------------------------------------------------------------------------------------------
 // Activation memory in flight
 
@@ -334,6 +359,32 @@ TEST(PipelineParallel, PointToPointVolumeOfLlama2_70B) {
   test::Evaluated sharded = test::evaluate_recipe(
       llama70b("", "[[strategy]]\nname = \"tp\"\ndegree = 8\n[[strategy]]\nname = \"sp\"\nmode = \"megatron\"\n", 64));
   EXPECT_DOUBLE_EQ(sharded.number("comm.pp.bytes_per_gpu_per_step"), 2 * 32 * tensor / 8);
+}
+
+TEST(PipelineParallel, TensorParallelRanksScatterTheBoundaryAndGatherIt) {
+  // tp = 8 without SP: every tp rank holds the whole tensor, so Megatron-LM's scatter-gather
+  // sends 1/8 of it from each rank and the receivers all-gather it over the tp axis: per micro-
+  // batch and direction tensor/8 on the pipeline link plus an all-gather moving 7/8 of the tensor.
+  const double tensor = 4096.0 * 1 * 8192 * 2;
+  test::Evaluated evaluated =
+      test::evaluate_recipe(llama70b("", "[[strategy]]\nname = \"tp\"\ndegree = 8\n", 64));
+  EXPECT_DOUBLE_EQ(evaluated.number("comm.pp.bytes_per_gpu_per_step"), 2 * 32 * (tensor / 8 + 7.0 / 8 * tensor));
+  int sends = 0, gathers = 0;
+  for (const pp_op& op : evaluated.composed.plan->op_list()) {
+    const std::string_view name = op.name;
+    if (name == "send_activations" || name == "send_gradients") {
+      ++sends;
+      EXPECT_DOUBLE_EQ(op.bytes, tensor / 8);
+    }
+    if (name == "pp_gather_received") {
+      ++gathers;
+      EXPECT_EQ(op.collective, PP_COLLECTIVE_ALL_GATHER);
+      EXPECT_EQ(evaluated.composed.plan->axes()[static_cast<size_t>(op.axis)].name, std::string("tp"));
+      EXPECT_DOUBLE_EQ(op.bytes, tensor);
+    }
+  }
+  EXPECT_EQ(sends, 2);
+  EXPECT_EQ(gathers, 2);
 }
 
 TEST(PipelineParallel, NoPointToPointWithOneStage) {

@@ -78,6 +78,15 @@ TEST(TensorParallel, CollectivesAreExposedUnlessOverlapped) {
   EXPECT_LT(hidden.number("time.step_s"), exposed.number("time.step_s"));
 }
 
+TEST(TensorParallel, EachRankUpdatesItsShareOfTheWeights) {
+  // Adam reads and writes 30 bytes per parameter (workload_builder.cc); with tp = 8 a rank
+  // updates 1/8 of them, memory-bound at 3.35 TB/s x 0.85 on an H100. The 8-layer GPT holds
+  // 12h² + 2h per layer, V·h of embedding and V·h + h of output layer and final norm.
+  const double V = 51200, parameters = 8 * (12 * h * h + 2 * h) + 2 * V * h + h;
+  auto evaluated = test::evaluate_recipe(gpt_recipe(8, kTp8));
+  EXPECT_NEAR(evaluated.number("time.optimizer_s"), 30 * parameters / 8 / (3350e9 * 0.85), 1e-9);
+}
+
 TEST(TensorParallel, DegreeMustDivideHeadsAndQueryGroups) {
   // Llama 2 70B has 8 KV heads (query groups): tp = 16 cannot split them.
   std::string recipe =
@@ -112,6 +121,22 @@ TEST(ContextParallel, UlyssesAllToAllVolumes) {
   // sends (c-1)/c of its buffer. Forward and backward, 8 layers.
   const double per_pass = (s / c * 3 * h * 2 + s / c * h * 2) * (c - 1) / c;
   EXPECT_NEAR(ulysses.number("comm.sp.bytes_per_gpu_per_step"), 8 * 2 * per_pass, 1.0);
+}
+
+TEST(ContextParallel, RingWithMegatronSpAlsoShardsTheReplicatedRegions) {
+  // tp = 2 and ring cp = 2: every activation divides by c; with megatron_sp the regions TP
+  // leaves replicated (act.seq.*) divide by t too, so the whole layer divides by t·c = 4, and the
+  // tp all-reduces become reduce-scatter + all-gather (the same bytes).
+  const std::string tp2 = "[[strategy]]\nname = \"tp\"\ndegree = 2\n";
+  const std::string ring = "[[strategy]]\nname = \"sp\"\nmode = \"ring\"\ndegree = 2\n";
+  auto single = test::evaluate_recipe(gpt_recipe(1, ""));
+  auto both = test::evaluate_recipe(gpt_recipe(4, tp2 + ring + "megatron_sp = true\n"));
+  EXPECT_NEAR(layer_activations(both), layer_activations(single) / 4, 1.0);
+  auto ring_only = test::evaluate_recipe(gpt_recipe(4, tp2 + ring));
+  EXPECT_GT(layer_activations(ring_only), layer_activations(both));
+  EXPECT_NEAR(both.number("comm.tp.bytes_per_gpu_per_step"), ring_only.number("comm.tp.bytes_per_gpu_per_step"), 1.0);
+  expect_error<PlanError>([&] { test::evaluate_recipe(gpt_recipe(8, kTp8 + kSp + "megatron_sp = true\n")); },
+                          {"mode \"megatron\" is Megatron SP already"});
 }
 
 TEST(ContextParallel, RingNeedsTwoChunksPerRank) {

@@ -30,7 +30,7 @@ efficiency = 0.85
 [host_link]
 bandwidth_gb_s = 64
 [gemm]
-efficiency_max = 0.70
+efficiency_max = 0.66
 [attention]
 efficiency = 0.47
 [[tiers]]

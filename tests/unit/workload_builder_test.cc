@@ -55,6 +55,49 @@ TEST(ParameterCounts, MatchPublishedModelSizes) {
   EXPECT_NEAR(count_parameters(gpt3).total(96) / 1e9, 12.0 * 96 * 12288.0 * 12288 / 1e9 + 2 * 51200 * 12288.0 / 1e9, 0.01);
 }
 
+// The forward and backward bytes of a layer's memory-bound op, and whether it is recomputed.
+struct MemoryOp {
+  double forward = 0, backward = 0, recompute = 0;
+};
+MemoryOp memory_op(const Plan& plan, const std::string& name) {
+  MemoryOp found;
+  for (const pp_op& op : plan.op_list()) {
+    if (op.scope != PP_SCOPE_LAYER || op.kind != PP_OP_MEMORY || name != op.name) continue;
+    (op.phase == PP_PHASE_FORWARD ? found.forward : op.phase == PP_PHASE_BACKWARD ? found.backward : found.recompute) =
+        op.bytes;
+  }
+  return found;
+}
+
+TEST(MemoryBoundKernels, ResidualAddsMoveSevenBytesPerElementEachWay) {
+  // Megatron-LM's fused bias-dropout-add after attention and after the MLP: read the block
+  // output and the residual, write the sum (2 + 2 + 2 bytes) and a 1-byte dropout mask; the
+  // backward reads the gradient and the mask and writes both branches' gradients.
+  const double s = 2048, b = 2, h = 4096;
+  auto plan = build(gpt(2, 4096, 32, 32000, 2048), training(2, PP_RECOMPUTE_SELECTIVE), true);
+  for (const char* name : {"attn_residual", "mlp_residual"}) {
+    SCOPED_TRACE(name);
+    MemoryOp op = memory_op(*plan, name);
+    EXPECT_DOUBLE_EQ(op.forward, 7 * s * b * h);
+    EXPECT_DOUBLE_EQ(op.backward, 7 * s * b * h);
+    EXPECT_EQ(op.recompute, 0);  // selective recompute re-runs only the attention core
+  }
+}
+
+TEST(MemoryBoundKernels, WithoutFlashAttentionTheScoresGoThroughMemory) {
+  // b·a·s² scores: softmax reads and writes them (4 bytes per score), dropout reads, writes and
+  // masks them (5); backward, 5 for dropout and 6 for softmax. Selective recompute repeats the
+  // forward; a fused (flash) kernel keeps them on chip.
+  const double s = 2048, b = 2, a = 32, scores = b * a * s * s;
+  auto unfused = build(gpt(2, 4096, 32, 32000, 2048), training(2, PP_RECOMPUTE_SELECTIVE), false);
+  MemoryOp op = memory_op(*unfused, "attention_softmax");
+  EXPECT_DOUBLE_EQ(op.forward, 9 * scores);
+  EXPECT_DOUBLE_EQ(op.backward, 11 * scores);
+  EXPECT_DOUBLE_EQ(op.recompute, 9 * scores);
+  auto fused = build(gpt(2, 4096, 32, 32000, 2048), training(2, PP_RECOMPUTE_SELECTIVE), true);
+  EXPECT_EQ(memory_op(*fused, "attention_softmax").forward, 0);
+}
+
 TEST(Activations, KorthikantiWithoutParallelism) {
   // s·b·h·(34 + 5·a·s/h) bytes per layer (Korthikanti et al. 2022, eq. 1), no flash attention.
   const double s = 2048, b = 4, h = 4096, a = 32;

@@ -152,16 +152,40 @@ class PipelineParallel : public paraplan::Strategy {
         "to size the pipeline's point-to-point sends");
   }
 
+  // Tensor-parallel ranks without sequence parallelism all hold the whole boundary tensor (the
+  // layer's all-reduces are still there). Megatron-LM's scatter-gather then sends 1/t of it from
+  // each rank, over t links at once, and the receivers all-gather it over the tp axis
+  // (Narayanan et al. 2021, sec. 4.1).
+  static int32_t replicating_tp_axis(const paraplan::PlanView& view) {
+    const int32_t tp = view.axis_index("tp");
+    if (tp < 0 || view.axes()[static_cast<size_t>(tp)].degree < 2) return -1;
+    for (const pp_op& op : view.ops())
+      if (op.kind == PP_OP_COLLECTIVE && op.axis == tp && std::string_view(op.name) == "tp_all_reduce") return tp;
+    return -1;
+  }
+
   void add_point_to_point(paraplan::PlanEditor& plan, int32_t axis) const {
-    const double bytes = boundary_bytes(plan.view());  // a fresh view: the edits above invalidate older ones
+    const paraplan::PlanView view = plan.view();  // a fresh view: the edits above invalidate older ones
+    const double bytes = boundary_bytes(view);
+    const int32_t tp_axis = replicating_tp_axis(view);
+    const double t = tp_axis >= 0 ? static_cast<double>(view.axes()[static_cast<size_t>(tp_axis)].degree) : 1.0;
     auto send = [&](const char* name, pp_phase phase) {
       pp_op op = paraplan::make_op(PP_OP_SEND_RECV, phase, PP_SCOPE_STEP, name, kName);
       op.frequency = PP_PER_MICRO_BATCH;
       op.axis = axis;
-      op.bytes = bytes;
+      op.bytes = bytes / t;
       op.repeat = static_cast<uint32_t>(virtual_stages_);
       op.overlap = PP_OVERLAP_NONE;
       plan.append_op(op);
+      if (tp_axis < 0) return;
+      pp_op gather = paraplan::make_op(PP_OP_COLLECTIVE, phase, PP_SCOPE_STEP, "pp_gather_received", kName);
+      gather.frequency = PP_PER_MICRO_BATCH;
+      gather.collective = PP_COLLECTIVE_ALL_GATHER;
+      gather.axis = tp_axis;
+      gather.bytes = bytes;
+      gather.repeat = op.repeat;
+      gather.overlap = PP_OVERLAP_NONE;
+      plan.append_op(gather);
     };
     send("send_activations", PP_PHASE_FORWARD);
     send("send_gradients", PP_PHASE_BACKWARD);

@@ -1,6 +1,7 @@
 // stage_layout.cc: the even split, the uneven first/last split and their checks (stage_layout.h).
 #include "stage_layout.h"
 
+#include <algorithm>
 #include <string>
 
 #include "paraplan/sdk.hpp"
@@ -80,11 +81,18 @@ std::vector<int64_t> split_layers(const StageLayoutRequest& request) {
   const bool trimmed = !uneven && request.trim_ends && request.layers % request.stages != 0;
   std::vector<int64_t> layers = uneven ? uneven_split(request) : trimmed ? trimmed_ends_split(request) : even_split(request);
   if (request.virtual_stages > 1) {
-    for (size_t stage = 0; stage < layers.size(); ++stage)
+    // A lightened end stage (fewer layers than the largest) may hold chunks one layer apart, as
+    // Llama 3 405B interleaves 7, 8 x 14, 7 layers; every other stage's chunks are equal.
+    const int64_t largest = *std::max_element(layers.begin(), layers.end());
+    for (size_t stage = 0; stage < layers.size(); ++stage) {
+      const bool lightened_end = (stage == 0 || stage + 1 == layers.size()) && layers[stage] < largest;
+      if (lightened_end && layers[stage] >= request.virtual_stages) continue;
       if (layers[stage] % request.virtual_stages != 0)
         throw ConstraintError("virtual_stages = " + text(request.virtual_stages) +
-                              " must divide the layers of every stage, but stage " + text(static_cast<int64_t>(stage)) +
-                              " has " + text(layers[stage]));
+                              " must divide the layers of every stage (a lightened end stage needs at least one layer "
+                              "per chunk), but stage " + text(static_cast<int64_t>(stage)) + " has " +
+                              text(layers[stage]));
+    }
   }
   return layers;
 }

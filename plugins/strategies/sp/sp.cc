@@ -16,6 +16,8 @@
 //             before attention turns sequence shards into head shards (each rank attends over
 //             the full sequence for heads/c heads) and all-to-all after turns them back: Q, K, V
 //             in and the output out, forward and backward; on the critical path.
+// With tp, ring and ulysses leave TP's replicated regions whole unless megatron_sp = true, which
+// applies Megatron SP first (Megatron-LM runs --context-parallel-size with --sequence-parallel).
 // Gradients of ranks in a cp group are reduced together by the data-parallel strategy.
 #include <string>
 #include <string_view>
@@ -37,10 +39,14 @@ class SequenceParallel : public paraplan::Strategy {
             "Sequence parallelism: megatron (with TP), or context parallelism by ring attention or Ulysses",
             {paraplan::ParamSpec::Enum("mode", {"megatron", "ring", "ulysses"}, "megatron",
                                        "megatron: shard TP's replicated regions (no degree); ring / ulysses: context "
-                                       "parallelism over its own axis \"cp\" of the given degree")}};
+                                       "parallelism over its own axis \"cp\" of the given degree"),
+             paraplan::ParamSpec::Bool("megatron_sp", false,
+                                       "ring / ulysses with tp: also shard TP's replicated regions along the sequence, "
+                                       "as Megatron-LM runs --context-parallel-size with --sequence-parallel")}};
   }
 
-  explicit SequenceParallel(const paraplan::Params& params) : mode_(params.string_value("mode")) {}
+  explicit SequenceParallel(const paraplan::Params& params)
+      : mode_(params.string_value("mode")), megatron_sp_(params.bool_value("megatron_sp")) {}
 
   // Megatron SP rides on the tp axis (degree 1); context parallelism takes degrees from 2.
   static std::vector<paraplan::SearchCase> search_space() {
@@ -51,6 +57,9 @@ class SequenceParallel : public paraplan::Strategy {
   void validate(const paraplan::StrategyContext& context) override {
     const int64_t c = context.degree;
     const pp_model& model = context.model;
+    if (mode_ == "megatron" && megatron_sp_)
+      throw paraplan::ConstraintError("sp megatron_sp = true combines Megatron SP with mode \"ring\" or \"ulysses\"; "
+                                      "mode \"megatron\" is Megatron SP already");
     if (mode_ == "megatron") {
       if (c != 1)
         throw paraplan::ConstraintError("sp mode \"megatron\" shards over the tp axis and takes no degree (got " +
@@ -67,13 +76,16 @@ class SequenceParallel : public paraplan::Strategy {
   }
 
   void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
+    if (mode_ == "megatron" || megatron_sp_) {
+      const paraplan::PlanView view = plan.view();
+      apply_megatron(plan, view, std::vector<pp_op>(view.ops().begin(), view.ops().end()),
+                     std::vector<pp_memory_item>(view.memory().begin(), view.memory().end()));
+      if (mode_ == "megatron") return;
+    }
+    // A fresh view: Megatron SP above may have added gathers, which carry tokens too.
     const paraplan::PlanView view = plan.view();
     const std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
     const std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
-    if (mode_ == "megatron") {
-      apply_megatron(plan, view, ops, memory);
-      return;
-    }
     const int32_t tp_axis = view.axis_index("tp");
     const double t = tp_axis >= 0 ? static_cast<double>(view.axes()[static_cast<size_t>(tp_axis)].degree) : 1.0;
     const int32_t axis = plan.add_axis("cp", context.degree, kName);
@@ -116,7 +128,8 @@ class SequenceParallel : public paraplan::Strategy {
       } else if (op.kind == PP_OP_COLLECTIVE && std::string_view(op.owner) == "ep") {
         op.bytes /= t;  // each tensor-parallel rank now dispatches only its s/t tokens to the experts
         plan.set_op(i, op);
-      } else if (name == "attn_norm" || name == "mlp_norm" || name == "final_norm" || name == "embedding") {
+      } else if (name == "attn_norm" || name == "mlp_norm" || name == "attn_residual" || name == "mlp_residual" ||
+                 name == "final_norm" || name == "embedding") {
         op.bytes /= t;  // norms, dropout and residuals now run on s/t tokens
         plan.set_op(i, op);
       }
@@ -190,6 +203,7 @@ class SequenceParallel : public paraplan::Strategy {
   }
 
   std::string mode_;
+  bool megatron_sp_;
 };
 
 }  // namespace
