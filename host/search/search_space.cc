@@ -224,6 +224,11 @@ void check_options(const Recipe& recipe, const StrategySlot& slot) {
       ParamValues::bind(*option.plugin->metadata, option.values, option.key_path, recipe.file);
 }
 
+bool unlisted_is_tried(const SearchChoices& search, const std::string& strategy) {
+  if (!search.unlisted_tried) return true;
+  return std::find(search.unlisted_tried->begin(), search.unlisted_tried->end(), strategy) != search.unlisted_tried->end();
+}
+
 std::vector<int64_t> default_micro_batches(int64_t global_batch) {
   std::vector<int64_t> sizes;
   for (int64_t size = 1; size <= kLargestSearchedMicroBatch; size *= 2)
@@ -283,7 +288,7 @@ SearchSpace build_search_space(const Recipe& recipe, const PluginCatalog& catalo
       data_parallel.options.insert(data_parallel.options.end(), options.begin(), options.end());
       continue;
     }
-    if (!listing && !has_search_cases(*plugin)) continue;
+    if (!listing && (!unlisted_is_tried(recipe.search, plugin->name()) || !has_search_cases(*plugin))) continue;
     StrategySlot slot{plugin->name(), table.apply_order, table.flags, {}};
     if (!listing) slot.options.push_back(StrategyOption{});  // leaving it out is a choice
     std::vector<StrategyOption> options = strategy_options(*plugin, listing, recipe.file);

@@ -6,7 +6,8 @@
 //   - a strategy the recipe lists: its written keys (a scalar pins a value, an array is the set to
 //     try), crossed with the plugin's search cases for the keys it leaves out; it is always used;
 //   - a strategy the recipe does not list but whose plugin declares search cases (strategy.h): the
-//     cases' options, or leaving it out;
+//     cases' options, or leaving it out (only those SearchChoices::unlisted_tried names, when set:
+//     `paraplan validate` tries just what a measured run left unpublished);
 //   - data parallelism: the strategies that take the remaining GPUs form one slot, exactly one of
 //     them used (the recipe's, else every one with search cases, else the default one).
 // Micro-batch sizes, recomputation and whether the mesh order is searched come from the recipe's

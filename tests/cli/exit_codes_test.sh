@@ -84,5 +84,20 @@ expect "search: bad objective" 2 "--objective: 'speed' is not one of throughput\
 expect "search: malformed degree array" 3 "bad_degree_array.toml:14:14: strategy\[0\].degree: expected an integer, an array of integers or \"auto\", got a string" -- \
   search "$data/search/bad_degree_array.toml"
 
+# paraplan validate: a malformed CSV is an input error at its file, line and column; a file none of
+# whose rows can be evaluated is exit 1 (the report, with each row's reason, still prints); a
+# hardware profile file is found next to the CSV, not in the current directory.
+expect "validate: help" 0 '' -- validate --help
+expect "validate: missing file" 3 "nope.csv: cannot open file" -- validate "$scratch/nope.csv"
+expect "validate: malformed CSV" 3 "malformed.csv:4: column 'tp': 'two' is not an integer >= 1" -- \
+  validate "$data/validation/malformed.csv"
+expect "validate: every row unevaluable" 1 "no row could be evaluated: all 2 rows are unevaluable" -- \
+  validate "$data/validation/unevaluable.csv"
+grep -A1 "degrees-do-not-multiply (.*unevaluable.csv:3):" "$scratch/out" | grep -q "tp x pp x dp x cp = 2 x 1 x 2 x 1 = 4, not num_gpus = 8" ||
+  { echo "FAIL validate: every row unevaluable: the reasons were not printed"; failures=$((failures + 1)); }
+pushd "$scratch" >/dev/null
+expect "validate: profile file next to the CSV" 0 '' -- validate "$data/validation/small.csv"
+popd >/dev/null
+
 echo "$passed passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -1,0 +1,111 @@
+// `paraplan validate FILE.csv...`: measured training runs predicted by the search, and the error.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "host/cli/command.h"
+#include "host/cli/common_options.h"
+#include "host/core/errors.h"
+#include "host/validate/scatter_plot.h"
+#include "host/validate/validation_report.h"
+
+namespace po = boost::program_options;
+
+namespace paraplan::host {
+namespace {
+
+std::string format(const char* pattern, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), pattern, value);
+  return buffer;
+}
+
+void write_file(const std::string& path, const std::string& content) {
+  std::ofstream stream(path, std::ios::binary);
+  stream << content;
+  stream.close();
+  if (!stream) throw InputError(path + ": cannot write file");
+}
+
+}  // namespace
+
+int run_validate_command(const std::vector<std::string>& arguments) {
+  CommonOptions common;
+  std::vector<std::string> files;
+  std::string plot_file;
+  unsigned threads = 0;
+  double fail_above = -1;
+  po::options_description options("Validate options");
+  options.add_options()("plot", po::value(&plot_file)->value_name("FILE.svg"),
+                        "also draw predicted vs measured iteration time, log-log, as an SVG scatter plot")(
+      "threads", po::value(&threads)->value_name("N")->default_value(0), "worker threads, one row each (0: every core)")(
+      "fail-above", po::value(&fail_above)->value_name("PCT"),
+      "exit 1 when the MAPE over the evaluated rows exceeds PCT percent (for CI)");
+  options.add(common_options(common, /*with_json=*/true));
+  po::options_description hidden;
+  hidden.add_options()("csv", po::value(&files)->composing());
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description positional;
+  positional.add("csv", -1);
+  po::variables_map variables;
+  parse_arguments(arguments, all, positional, variables);
+  if (common.help || files.empty()) {
+    print_command_help(
+        "paraplan validate FILE.csv... [options]",
+        "Predicts measured training runs and reports the error. Each CSV row is one run (the columns of\n"
+        "recipes/validation/published.csv): its model, cluster, published parallelism and the measured\n"
+        "iteration_s or tokens_per_s_per_gpu. The row becomes a search recipe that pins everything\n"
+        "published; a blank knob (micro_batch, vpp, recompute, sequence_parallel, zero_stage) is searched,\n"
+        "as the experts who ran it tuned it. The winner's step time (or tokens/s per GPU) is the prediction.\n"
+        "A hardware column naming a .toml profile is read relative to the CSV's directory.\n\n"
+        "Reports each row's signed error (predicted - measured) / measured, the MAPE (mean |error|), the\n"
+        "worst row, the Spearman rank correlation of predicted vs measured iteration time, and MAPE per\n"
+        "source. A row that cannot be evaluated (unknown hardware, degrees that do not multiply to\n"
+        "num_gpus, a strategy constraint, no plan fits) is listed with its reason and left out of them.",
+        options,
+        "Exit codes: 0 at least one row was evaluated (and the MAPE is within --fail-above); 1 no row could\n"
+        "be evaluated, or the MAPE exceeds --fail-above; 2 usage error; 3 input error (a missing file, a\n"
+        "malformed CSV: the message names the file, line and column); 4 internal error.\n\n"
+        "Example:\n  paraplan validate recipes/validation/published.csv --plot validation.svg\n");
+    return common.help ? kExitOk : kExitUsage;
+  }
+  if (variables.count("fail-above") && !(fail_above >= 0)) throw UsageError("--fail-above must be a percentage >= 0");
+  configure_logging(common);
+
+  std::vector<MeasuredRun> runs;
+  for (const std::string& file : files) {
+    std::vector<MeasuredRun> read = read_measured_runs(file);
+    runs.insert(runs.end(), read.begin(), read.end());
+  }
+  check_unique_ids(runs);
+  PluginCatalog catalog = scan_plugins(common);
+
+  const auto start = std::chrono::steady_clock::now();
+  ValidationReport report;
+  report.files = files;
+  report.predictions = predict_runs(runs, catalog, threads);
+  report.summary = summarize(report.predictions);
+  spdlog::info("{} rows predicted in {:.2f} s", runs.size(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+
+  if (!plot_file.empty()) write_file(plot_file, scatter_plot_svg(report));
+  if (common.json)
+    std::cout << validation_json(report).dump(2) << "\n";
+  else
+    write_validation_text(std::cout, report);
+
+  const ValidationSummary& summary = report.summary;
+  if (summary.evaluated == 0)
+    throw PlanError("no row could be evaluated: all " + std::to_string(summary.rows) +
+                    " rows are unevaluable (their reasons are in the report)");
+  if (variables.count("fail-above") && *summary.mape_pct > fail_above)
+    throw PlanError("MAPE " + format("%.2f", *summary.mape_pct) + " % exceeds --fail-above " +
+                    format("%g", fail_above) + " %");
+  return kExitOk;
+}
+
+}  // namespace paraplan::host

@@ -1,0 +1,77 @@
+// paraplan/host/validate/measured_runs.h: measured training runs, one per CSV row, read and checked.
+//
+// The columns are those of recipes/validation/published.csv (their meanings: the MeasuredRun
+// fields below); every one must be in the header, in any order.
+// Optional columns that may follow: flash_attention, tp_comm_overlap, dp_comm_overlap (blank:
+// flash attention on, TP overlap off, DP overlap on). Every field is checked here, so a malformed
+// file fails before anything is evaluated, with "FILE:LINE: column 'tp': 'x' is not an integer
+// >= 1" (InputError, exit 3). Whether a well-formed row describes a plan that can run is decided
+// later, row by row (run_recipe.h).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace paraplan::host {
+
+enum class Metric { kIterationSeconds, kTokensPerSecondPerGpu };
+
+// "iteration_s" or "tokens_per_s_per_gpu", as the CSV writes it.
+const char* metric_name(Metric metric);
+
+struct MeasuredRun {
+  std::string file;  // the CSV as named on the command line
+  size_t line = 0;   // where the row starts in it
+  std::string id, source;
+
+  // [model]
+  int64_t layers = 0, hidden = 0, heads = 0;
+  std::optional<int64_t> kv_heads, head_dim, ffn_hidden;
+  std::string ffn_type;  // "" (the recipe's default), "gelu" or "swiglu"
+  int64_t vocab = 0, seq_len = 0;
+  std::optional<int64_t> moe_experts, moe_top_k, moe_ffn_hidden, moe_shared_experts;
+
+  // [cluster]
+  std::string hardware;       // as written: a profile name or a profile file
+  std::string hardware_path;  // a profile file: absolute, resolved against the CSV's directory
+  int64_t num_gpus = 0;
+  std::optional<int64_t> gpus_per_node;
+
+  // Parallelism as published; an empty optional is a knob the source did not publish.
+  int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
+  std::optional<int64_t> vpp;
+  std::optional<bool> sequence_parallel;
+  std::optional<int64_t> zero_stage;
+
+  // [training]
+  std::optional<int64_t> micro_batch;
+  int64_t global_batch = 0;
+  std::optional<std::string> recompute;  // none | selective | full
+  std::string precision;                 // fp16 | bf16 | fp8
+  std::optional<bool> flash_attention, tp_comm_overlap, dp_comm_overlap;
+
+  Metric metric = Metric::kIterationSeconds;
+  double value = 0;  // the measured metric
+
+  // The iteration time a tokens-per-second figure stands for:
+  // global_batch x seq_len / (tokens_per_s_per_gpu x num_gpus). An iteration time as it is.
+  double iteration_seconds(double metric_value) const;
+};
+
+// The header every file must have, in published.csv's order, and the optional columns.
+const std::vector<std::string>& standard_columns();
+const std::vector<std::string>& optional_columns();
+
+// Every row of one CSV file. Throws InputError for a file that cannot be read, a header that
+// lacks a column or names an unknown one, a row of the wrong width, a malformed field, or an id
+// already used in the file.
+std::vector<MeasuredRun> read_measured_runs(const std::filesystem::path& file);
+std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::string& file);
+
+// Throws InputError naming both rows when two runs (of any of the files) share an id.
+void check_unique_ids(const std::vector<MeasuredRun>& runs);
+
+}  // namespace paraplan::host

@@ -1,0 +1,175 @@
+#include "host/validate/run_recipe.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <initializer_list>
+#include <sstream>
+
+#include "host/core/errors.h"
+#include "host/recipe/recipe_reader.h"
+
+namespace paraplan::host {
+namespace {
+
+// A TOML basic string: quotes, backslashes and control characters escaped.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      char escape[8];
+      std::snprintf(escape, sizeof(escape), "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += escape;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// The product, or INT64_MAX where it would overflow (a CSV's degrees have no upper bound).
+int64_t saturating_product(std::initializer_list<int64_t> factors) {
+  int64_t product = 1;
+  for (int64_t factor : factors)
+    if (__builtin_mul_overflow(product, factor, &product)) return INT64_MAX;
+  return product;
+}
+
+// Rows the bundled strategies cannot express, with the reason.
+void check_expressible(const MeasuredRun& run) {
+  auto refuse = [&](const std::string& reason) { throw PlanError(run_recipe_name(run) + ": " + reason); };
+  const int64_t product = saturating_product({run.tp, run.pp, run.dp, run.cp});
+  if (product != run.num_gpus)
+    refuse("tp x pp x dp x cp = " + std::to_string(run.tp) + " x " + std::to_string(run.pp) + " x " +
+           std::to_string(run.dp) + " x " + std::to_string(run.cp) + " = " + std::to_string(product) +
+           ", not num_gpus = " + std::to_string(run.num_gpus));
+  if (run.dp % run.ep != 0)
+    refuse("ep = " + std::to_string(run.ep) + " does not divide dp = " + std::to_string(run.dp) +
+           " (expert parallelism is carved out of data parallelism)");
+  if (run.pp == 1 && run.vpp.value_or(1) > 1)
+    refuse("vpp = " + std::to_string(*run.vpp) + " needs pipeline parallelism, but pp = 1");
+}
+
+// TOML text written key by key; an absent optional writes nothing (the search's default).
+class RecipeText {
+ public:
+  void table(const char* header) { text_ << (text_.tellp() > 0 ? "\n" : "") << header << "\n"; }
+  void raw(const char* key, const std::string& toml) { text_ << key << " = " << toml << "\n"; }
+  void integer(const char* key, int64_t value) { raw(key, std::to_string(value)); }
+  void optional_integer(const char* key, const std::optional<int64_t>& value) {
+    if (value) integer(key, *value);
+  }
+  void boolean(const char* key, bool value) { raw(key, value ? "true" : "false"); }
+  void string(const char* key, const std::string& value) { raw(key, quoted(value)); }
+  void optional_string(const char* key, const std::optional<std::string>& value) {
+    if (value) string(key, *value);
+  }
+  void strategy(const char* name) {
+    table("[[strategy]]");
+    string("name", name);
+  }
+  std::string str() const { return text_.str(); }
+
+ private:
+  std::ostringstream text_;
+};
+
+}  // namespace
+
+std::string run_recipe_name(const MeasuredRun& run) {
+  return run.file + ":" + std::to_string(run.line) + " (row " + run.id + ")";
+}
+
+std::vector<std::string> unlisted_strategies_tried(const MeasuredRun& run) {
+  if (!run.sequence_parallel && run.tp > 1 && run.cp == 1) return {"sp"};
+  return {};
+}
+
+std::string run_recipe_text(const MeasuredRun& run) {
+  check_expressible(run);
+  RecipeText recipe;
+  recipe.string("description", "measured run " + run.id + " (" + run.file + ":" + std::to_string(run.line) + ")");
+
+  recipe.table("[model]");
+  recipe.integer("layers", run.layers);
+  recipe.integer("hidden", run.hidden);
+  recipe.integer("heads", run.heads);
+  recipe.optional_integer("kv_heads", run.kv_heads);
+  recipe.optional_integer("head_dim", run.head_dim);
+  recipe.optional_integer("ffn_hidden", run.ffn_hidden);
+  if (!run.ffn_type.empty()) recipe.string("ffn_type", run.ffn_type);
+  recipe.integer("vocab", run.vocab);
+  recipe.integer("seq_len", run.seq_len);
+  recipe.optional_integer("moe_experts", run.moe_experts);
+  recipe.optional_integer("moe_top_k", run.moe_top_k);
+  recipe.optional_integer("moe_ffn_hidden", run.moe_ffn_hidden);
+  recipe.optional_integer("moe_shared_experts", run.moe_shared_experts);
+
+  recipe.table("[training]");
+  recipe.integer("global_batch", run.global_batch);
+  recipe.optional_integer("micro_batch", run.micro_batch);  // blank: searched
+  recipe.optional_string("recompute", run.recompute);       // blank: searched
+  recipe.string("precision", run.precision);
+  if (run.flash_attention == false) recipe.boolean("flash_attention", false);
+
+  recipe.table("[cluster]");
+  recipe.string("hardware", run.hardware_path.empty() ? run.hardware : run.hardware_path);
+  recipe.integer("num_gpus", run.num_gpus);
+  recipe.optional_integer("gpus_per_node", run.gpus_per_node);
+  // Megatron-LM's layout, which the published runs used; left out, the search would try every order.
+  recipe.raw("mesh_order", "[\"tp\", \"cp\", \"ep\", \"dp\", \"pp\"]");
+
+  if (run.tp > 1) {
+    recipe.strategy("tp");
+    recipe.integer("degree", run.tp);
+    if (run.tp_comm_overlap == true) recipe.boolean("overlap", true);
+  }
+  if (run.cp > 1) {
+    // Context parallelism as Megatron-LM runs it (ring attention, cp-comm-type p2p), with
+    // Megatron SP over the tp ranks when published, both ways when blank.
+    recipe.strategy("sp");
+    recipe.string("mode", "ring");
+    recipe.integer("degree", run.cp);
+    if (run.tp > 1 && run.sequence_parallel != false)
+      recipe.raw("megatron_sp", run.sequence_parallel ? "true" : "[false, true]");
+  } else if (run.sequence_parallel == true && run.tp > 1) {
+    recipe.strategy("sp");
+    recipe.string("mode", "megatron");
+  }
+  if (run.pp > 1) {
+    recipe.strategy("pp");
+    recipe.integer("degree", run.pp);
+    // Layer counts pp does not divide are split as Megatron-LM's uneven first and last stages are
+    // (Llama 3 405B: 7, 8 x 14, 7); a count it divides is split evenly either way.
+    recipe.boolean("trim_ends", true);
+    if (!run.vpp) {
+      recipe.raw("schedule", "[\"1f1b\", \"interleaved-1f1b\"]");  // and virtual_stages: the plugin's cases
+    } else if (*run.vpp == 1) {
+      recipe.string("schedule", "1f1b");
+    } else {
+      recipe.string("schedule", "interleaved-1f1b");
+      recipe.integer("virtual_stages", *run.vpp);
+    }
+  }
+  if (run.ep > 1) {
+    recipe.strategy("ep");
+    recipe.integer("degree", run.ep);
+  }
+  recipe.strategy("fsdp");
+  recipe.integer("degree", run.dp);
+  recipe.optional_integer("stage", run.zero_stage);  // blank: searched
+  if (run.dp_comm_overlap == false) recipe.boolean("overlap", false);
+  return recipe.str();
+}
+
+std::unique_ptr<Recipe> run_recipe(const MeasuredRun& run) {
+  RecipeReaderOptions options;
+  options.search = true;
+  std::unique_ptr<Recipe> recipe = parse_recipe(run_recipe_text(run), run_recipe_name(run), options);
+  recipe->search.unlisted_tried = unlisted_strategies_tried(run);
+  return recipe;
+}
+
+}  // namespace paraplan::host

@@ -1,0 +1,47 @@
+// paraplan/host/validate/validation.h: each measured run predicted by the search.
+//
+// A row becomes a search recipe (run_recipe.h) and `paraplan search` finds its best plan with
+// objective throughput, the measured run's whole GPU memory usable (it ran, so it fit) and one
+// thread; rows are spread over worker threads instead, each row's result kept in file order. The
+// prediction is the winner's step time or tokens per second per GPU, whichever the row measured.
+// A row that cannot be evaluated (unknown hardware, a constraint, no plan fits, ...) keeps its
+// one-line reason and is left out of the statistics, never dropped.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/plugin/plugin_catalog.h"
+#include "host/search/search_engine.h"
+#include "host/validate/measured_runs.h"
+
+namespace paraplan::host {
+
+struct Prediction {
+  const MeasuredRun* run = nullptr;
+  std::optional<double> predicted;  // in the row's metric; empty: the row is unevaluable
+  double error_pct = 0;             // (predicted - measured) / measured x 100
+  std::string plan;                 // the winner, describe_plan()
+  int64_t micro_batch = 0;
+  std::string recompute;
+  std::string reason;  // why the row is unevaluable, without the row's location
+
+  bool evaluated() const { return predicted.has_value(); }
+};
+
+// The search a row's prediction comes from: top 1 by throughput, no memory headroom, 1 thread.
+SearchSettings prediction_settings();
+
+// One row; HostErrors become an unevaluable prediction, anything else (a bug) is thrown.
+Prediction predict_run(const MeasuredRun& run, const PluginCatalog& catalog);
+
+// Every row, on `threads` worker threads (0: every core), in the order of `runs`.
+std::vector<Prediction> predict_runs(const std::vector<MeasuredRun>& runs, const PluginCatalog& catalog,
+                                     unsigned threads);
+
+// A searched plan in a line: "tp=8 sp pp=8 (interleaved-1f1b v=3) fsdp=24 (stage=0) mb=1
+// recompute=full" (sp: Megatron sequence parallelism; cp=N: ring attention of degree N).
+std::string describe_plan(const SearchSpace& space, const RankedPlan& plan);
+
+}  // namespace paraplan::host

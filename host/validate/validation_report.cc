@@ -1,0 +1,163 @@
+#include "host/validate/validation_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace paraplan::host {
+namespace {
+
+constexpr size_t kLineWidth = 120;
+constexpr size_t kNarrowestPlanColumn = 30;
+
+std::string format(const char* pattern, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), pattern, value);
+  return buffer;
+}
+
+std::string padded(const std::string& text, size_t width, bool right = false) {
+  if (text.size() >= width) return text;
+  const std::string fill(width - text.size(), ' ');
+  return right ? fill + text : text + fill;
+}
+
+const char* metric_label(Metric metric) {
+  return metric == Metric::kTokensPerSecondPerGpu ? "tokens/s/GPU" : "iteration_s";
+}
+
+// `text` broken at spaces into lines of at most `width` (a longer word keeps its own line).
+std::vector<std::string> wrapped(const std::string& text, size_t width) {
+  std::vector<std::string> lines(1);
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!lines.back().empty() && lines.back().size() + 1 + word.size() > width) lines.emplace_back();
+    lines.back() += (lines.back().empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string joined(const std::vector<std::string>& items, const char* separator) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : separator) + item;
+  return text;
+}
+
+void write_table(std::ostream& out, const ValidationReport& report) {
+  size_t id_width = 2;
+  for (const Prediction& prediction : report.predictions)
+    if (prediction.evaluated()) id_width = std::max(id_width, prediction.run->id.size());
+  const std::string header = padded("id", id_width) + "  " + padded("metric", 12) + "  " + padded("measured", 10, true) +
+                             "  " + padded("predicted", 10, true) + "  " + padded("error %", 8, true) + "  ";
+  const size_t plan_width = std::max(kNarrowestPlanColumn, kLineWidth - std::min(kLineWidth, header.size()));
+  out << header << "plan\n";
+  for (const Prediction& prediction : report.predictions) {
+    if (!prediction.evaluated()) continue;
+    const MeasuredRun& run = *prediction.run;
+    std::vector<std::string> plan = wrapped(prediction.plan, plan_width);
+    out << padded(run.id, id_width) << "  " << padded(metric_label(run.metric), 12) << "  "
+        << padded(significant(run.value), 10, true) << "  " << padded(significant(*prediction.predicted), 10, true) << "  "
+        << padded(format("%+.1f", prediction.error_pct), 8, true) << "  " << plan.front() << "\n";
+    for (size_t line = 1; line < plan.size(); ++line) out << std::string(header.size(), ' ') << plan[line] << "\n";
+  }
+}
+
+void write_summary(std::ostream& out, const ValidationReport& report) {
+  const ValidationSummary& summary = report.summary;
+  if (!summary.mape_pct) {
+    out << "MAPE: no row could be evaluated\n";
+    return;
+  }
+  const Prediction& worst = report.predictions[*summary.worst];
+  out << "MAPE " << format("%.1f", *summary.mape_pct) << " % over " << summary.evaluated
+      << (summary.evaluated == 1 ? " row" : " rows") << " (max " << format("%+.1f", worst.error_pct)
+      << " %: " << worst.run->id << "); Spearman "
+      << (summary.spearman ? format("%.3f", *summary.spearman) : std::string("n/a (fewer than 2 rows, or no order)"))
+      << "\n\nMAPE by source:\n";
+  size_t width = 0;
+  for (const SourceAccuracy& source : summary.sources) width = std::max(width, source_label(source.source).size());
+  for (const SourceAccuracy& source : summary.sources) {
+    out << "  " << padded(source_label(source.source), width) << "  " << padded(std::to_string(source.rows), 5, true)
+        << (source.rows == 1 ? " row " : " rows") << "  "
+        << (source.mape_pct ? "MAPE " + padded(format("%.1f", *source.mape_pct), 5, true) + " %" : "no row evaluated")
+        << "\n";
+  }
+}
+
+}  // namespace
+
+std::string significant(double value) {
+  if (std::abs(value) >= 1000) return format("%.0f", value);
+  return format("%#.4g", value);  // trailing zeros kept, so the column lines up
+}
+
+std::string source_label(const std::string& source) { return source.empty() ? "(blank)" : source; }
+
+void write_validation_text(std::ostream& out, const ValidationReport& report) {
+  const ValidationSummary& summary = report.summary;
+  const std::string lead = "Validation: ";
+  const std::vector<std::string> files = wrapped(joined(report.files, ", "), kLineWidth - lead.size());
+  out << lead << files.front() << "\n";
+  for (size_t line = 1; line < files.size(); ++line) out << std::string(lead.size(), ' ') << files[line] << "\n";
+  out << "  " << summary.rows
+      << (summary.rows == 1 ? " row: " : " rows: ") << summary.evaluated << " evaluated, " << summary.unevaluable
+      << " unevaluable\n\n";
+  if (summary.evaluated > 0) {
+    write_table(out, report);
+    out << "\n";
+  }
+  if (summary.unevaluable > 0) {
+    out << "Unevaluable rows (left out of the statistics):\n";
+    for (const Prediction& prediction : report.predictions)
+      if (!prediction.evaluated()) {
+        out << "  " << prediction.run->id << " (" << prediction.run->file << ":" << prediction.run->line << "):\n";
+        for (const std::string& line : wrapped(prediction.reason, kLineWidth - 4)) out << "    " << line << "\n";
+      }
+    out << "\n";
+  }
+  write_summary(out, report);
+}
+
+nlohmann::ordered_json validation_json(const ValidationReport& report) {
+  const ValidationSummary& summary = report.summary;
+  auto optional = [](const std::optional<double>& value) {
+    return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
+  };
+  nlohmann::ordered_json json;
+  json["files"] = report.files;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const Prediction& prediction : report.predictions) {
+    const MeasuredRun& run = *prediction.run;
+    nlohmann::ordered_json row;
+    row["id"] = run.id;
+    row["source"] = run.source;
+    row["metric"] = metric_name(run.metric);
+    row["measured"] = run.value;
+    row["predicted"] = optional(prediction.predicted);
+    row["error_pct"] = prediction.evaluated() ? nlohmann::ordered_json(prediction.error_pct) : nullptr;
+    const bool evaluated = prediction.evaluated();
+    row["plan"] = evaluated ? nlohmann::ordered_json(prediction.plan) : nullptr;
+    row["micro_batch"] = evaluated ? nlohmann::ordered_json(prediction.micro_batch) : nullptr;
+    row["recompute"] = evaluated ? nlohmann::ordered_json(prediction.recompute) : nullptr;
+    if (!evaluated) row["reason"] = prediction.reason;
+    rows.push_back(row);
+  }
+  json["rows"] = rows;
+  json["evaluated"] = summary.evaluated;
+  json["unevaluable"] = summary.unevaluable;
+  json["mape_pct"] = optional(summary.mape_pct);
+  json["max_abs_error_pct"] = optional(summary.max_abs_error_pct);
+  json["worst_row"] = summary.worst ? nlohmann::ordered_json(report.predictions[*summary.worst].run->id) : nullptr;
+  json["spearman"] = optional(summary.spearman);
+  nlohmann::ordered_json sources = nlohmann::ordered_json::array();
+  for (const SourceAccuracy& source : summary.sources)
+    sources.push_back({{"source", source.source}, {"rows", source.rows}, {"mape_pct", optional(source.mape_pct)}});
+  json["sources"] = sources;
+  return json;
+}
+
+}  // namespace paraplan::host

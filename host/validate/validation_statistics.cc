@@ -1,0 +1,84 @@
+#include "host/validate/validation_statistics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace paraplan::host {
+
+std::vector<double> average_ranks(const std::vector<double>& values) {
+  std::vector<size_t> order(values.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return values[a] < values[b]; });
+  std::vector<double> ranks(values.size());
+  for (size_t first = 0; first < order.size();) {
+    size_t last = first;
+    while (last + 1 < order.size() && values[order[last + 1]] == values[order[first]]) ++last;
+    const double shared = (static_cast<double>(first + 1) + static_cast<double>(last + 1)) / 2.0;
+    for (size_t i = first; i <= last; ++i) ranks[order[i]] = shared;
+    first = last + 1;
+  }
+  return ranks;
+}
+
+std::optional<double> spearman_correlation(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size() || x.size() < 2) return std::nullopt;
+  const std::vector<double> rx = average_ranks(x), ry = average_ranks(y);
+  const double n = static_cast<double>(x.size());
+  const double mean_x = std::accumulate(rx.begin(), rx.end(), 0.0) / n;
+  const double mean_y = std::accumulate(ry.begin(), ry.end(), 0.0) / n;
+  double covariance = 0, variance_x = 0, variance_y = 0;
+  for (size_t i = 0; i < rx.size(); ++i) {
+    covariance += (rx[i] - mean_x) * (ry[i] - mean_y);
+    variance_x += (rx[i] - mean_x) * (rx[i] - mean_x);
+    variance_y += (ry[i] - mean_y) * (ry[i] - mean_y);
+  }
+  if (variance_x == 0 || variance_y == 0) return std::nullopt;
+  return covariance / std::sqrt(variance_x * variance_y);
+}
+
+std::optional<double> mean_absolute_percentage_error(const std::vector<double>& errors_pct) {
+  if (errors_pct.empty()) return std::nullopt;
+  double sum = 0;
+  for (double error : errors_pct) sum += std::abs(error);
+  return sum / static_cast<double>(errors_pct.size());
+}
+
+ValidationSummary summarize(const std::vector<Prediction>& predictions) {
+  ValidationSummary summary;
+  summary.rows = predictions.size();
+  std::vector<double> errors, measured, predicted;
+  std::vector<std::vector<double>> errors_by_source;
+  for (size_t index = 0; index < predictions.size(); ++index) {
+    const Prediction& prediction = predictions[index];
+    const MeasuredRun& run = *prediction.run;
+    auto source = std::find_if(summary.sources.begin(), summary.sources.end(),
+                               [&](const SourceAccuracy& known) { return known.source == run.source; });
+    if (source == summary.sources.end()) {
+      summary.sources.push_back({run.source, 0, std::nullopt});
+      errors_by_source.emplace_back();
+      source = summary.sources.end() - 1;
+    }
+    if (!prediction.evaluated()) {
+      ++summary.unevaluable;
+      continue;
+    }
+    ++summary.evaluated;
+    ++source->rows;
+    errors_by_source[source - summary.sources.begin()].push_back(prediction.error_pct);
+    errors.push_back(prediction.error_pct);
+    measured.push_back(run.iteration_seconds(run.value));
+    predicted.push_back(run.iteration_seconds(*prediction.predicted));
+    if (!summary.worst || std::abs(prediction.error_pct) > *summary.max_abs_error_pct) {
+      summary.worst = index;
+      summary.max_abs_error_pct = std::abs(prediction.error_pct);
+    }
+  }
+  summary.mape_pct = mean_absolute_percentage_error(errors);
+  summary.spearman = spearman_correlation(predicted, measured);
+  for (size_t i = 0; i < summary.sources.size(); ++i)
+    summary.sources[i].mape_pct = mean_absolute_percentage_error(errors_by_source[i]);
+  return summary;
+}
+
+}  // namespace paraplan::host

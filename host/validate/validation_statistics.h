@@ -1,0 +1,46 @@
+// paraplan/host/validate/validation_statistics.h: how close the predictions came.
+//
+// Over the rows that could be evaluated: MAPE (mean of |error %|), the row with the largest
+// |error|, and the Spearman rank correlation of predicted vs measured, which says whether the
+// model orders runs correctly even where its absolute times are off. Rows of both metrics rank
+// together as iteration times (MeasuredRun::iteration_seconds), the one unit they share.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/validate/validation.h"
+
+namespace paraplan::host {
+
+// 1-based ranks, ascending; tied values share the mean of the ranks they span ({5, 1, 5} ->
+// {2.5, 1, 2.5}).
+std::vector<double> average_ranks(const std::vector<double>& values);
+
+// The Pearson correlation of the average ranks of x and y; nullopt with fewer than 2 pairs or
+// when either side is constant (no order to compare).
+std::optional<double> spearman_correlation(const std::vector<double>& x, const std::vector<double>& y);
+
+// Mean of |error %|; nullopt for no errors.
+std::optional<double> mean_absolute_percentage_error(const std::vector<double>& errors_pct);
+
+struct SourceAccuracy {
+  std::string source;
+  size_t rows = 0;                  // evaluated rows
+  std::optional<double> mape_pct;   // nullopt: none evaluated
+};
+
+struct ValidationSummary {
+  size_t rows = 0, evaluated = 0, unevaluable = 0;
+  std::optional<double> mape_pct;
+  std::optional<double> max_abs_error_pct;
+  std::optional<size_t> worst;       // index of the row with the largest |error| (the first on ties)
+  std::optional<double> spearman;
+  std::vector<SourceAccuracy> sources;  // in order of first appearance
+};
+
+ValidationSummary summarize(const std::vector<Prediction>& predictions);
+
+}  // namespace paraplan::host
