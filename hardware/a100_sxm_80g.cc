@@ -26,9 +26,9 @@ constexpr Datasheet kA100Sxm80g{
             .memory_bandwidth_gb_s = 2039,
             .memory_efficiency = 0.85,
             .host_link_bandwidth_gb_s = 32,  // PCIe Gen4 x16: 64 GB/s both directions
-            .gemm_efficiency_max = 0.71,
+            .gemm_efficiency_max = 0.70,
             .gemm_half_efficiency_gflop = std::nullopt,
-            .attention_efficiency = 0.55,
+            .attention_efficiency = 0.94,
             .tiers = kA100SxmTiers,
         },
     .description = "NVIDIA A100 SXM4 80GB, 8-GPU HGX/DGX A100 node; NVIDIA A100 datasheet and DGX A100 user guide",

@@ -26,9 +26,9 @@ constexpr Datasheet kB200{
             .memory_bandwidth_gb_s = 8000,
             .memory_efficiency = 0.85,
             .host_link_bandwidth_gb_s = 64,  // PCIe Gen5 x16 to the DGX B200 Xeon hosts
-            .gemm_efficiency_max = 0.64,
+            .gemm_efficiency_max = 0.62,
             .gemm_half_efficiency_gflop = std::nullopt,
-            .attention_efficiency = 0.47,
+            .attention_efficiency = 0.81,
             .tiers = kB200Tiers,
         },
     .description = "NVIDIA B200 180GB, 8-GPU HGX/DGX B200 node; NVIDIA HGX B200 and DGX B200 datasheets",

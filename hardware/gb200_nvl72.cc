@@ -28,9 +28,9 @@ constexpr Datasheet kGb200Nvl72{
             .memory_bandwidth_gb_s = 8000,
             .memory_efficiency = 0.85,
             .host_link_bandwidth_gb_s = 225,  // NVLink-C2C 900 GB/s (both ways) per 2 GPUs
-            .gemm_efficiency_max = 0.60,
+            .gemm_efficiency_max = 0.58,
             .gemm_half_efficiency_gflop = std::nullopt,
-            .attention_efficiency = 0.47,
+            .attention_efficiency = 0.81,
             .tiers = kGb200Nvl72Tiers,
         },
     .description = "NVIDIA GB200 NVL72 rack, 72 Blackwell GPUs in one NVLink domain; NVIDIA GB200 NVL72 datasheet",

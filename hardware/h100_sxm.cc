@@ -25,9 +25,9 @@ constexpr Datasheet kH100Sxm{
             .memory_bandwidth_gb_s = 3350,
             .memory_efficiency = 0.85,
             .host_link_bandwidth_gb_s = 64,  // PCIe Gen5 x16: 128 GB/s both directions
-            .gemm_efficiency_max = 0.66,
+            .gemm_efficiency_max = 0.64,
             .gemm_half_efficiency_gflop = std::nullopt,
-            .attention_efficiency = 0.47,
+            .attention_efficiency = 0.81,
             .tiers = kH100SxmTiers,
         },
     .description = "NVIDIA H100 SXM5 80GB, 8-GPU HGX/DGX H100 node; NVIDIA H100 datasheet and DGX H100 user guide",

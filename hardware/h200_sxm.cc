@@ -26,9 +26,9 @@ constexpr Datasheet kH200Sxm{
             .memory_bandwidth_gb_s = 4800,
             .memory_efficiency = 0.85,
             .host_link_bandwidth_gb_s = 64,  // PCIe Gen5 x16: 128 GB/s both directions
-            .gemm_efficiency_max = 0.66,
+            .gemm_efficiency_max = 0.64,
             .gemm_half_efficiency_gflop = std::nullopt,
-            .attention_efficiency = 0.47,
+            .attention_efficiency = 0.81,
             .tiers = kH200SxmTiers,
         },
     .description = "NVIDIA H200 SXM 141GB, 8-GPU HGX/DGX H200 node; NVIDIA H200 datasheet and DGX H200 user guide",

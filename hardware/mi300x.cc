@@ -26,9 +26,9 @@ constexpr Datasheet kMi300x{
             .memory_bandwidth_gb_s = 5300,
             .memory_efficiency = 0.80,
             .host_link_bandwidth_gb_s = 64,  // PCIe Gen5 x16: 128 GB/s both directions
-            .gemm_efficiency_max = 0.46,
+            .gemm_efficiency_max = 0.45,
             .gemm_half_efficiency_gflop = std::nullopt,
-            .attention_efficiency = 0.30,
+            .attention_efficiency = 0.51,
             .tiers = kMi300xTiers,
         },
     .description = "AMD Instinct MI300X 192GB, 8-GPU xGMI platform; AMD Instinct MI300X datasheet",

@@ -59,14 +59,29 @@ class OpEmitter {
     op.dtype = dtype_;
     emit(op, /*attention=*/false);
   }
-  void attention(double seq, double head_dim, double batch_heads) {
-    pp_op op = make_op(PP_OP_ATTENTION, PP_PHASE_FORWARD, scope_, "attention_core", kOwner);
-    op.m = seq, op.n = seq, op.k = head_dim, op.count = batch_heads;
-    // QK^T and (softmax)V: two s x s x d products per head. Megatron's convention counts the full
-    // square, causal or not; the hardware's attention efficiency absorbs the masked half.
-    op.flops = 4.0 * seq * seq * head_dim * batch_heads;
-    op.dtype = dtype_ == PP_DTYPE_FP8 ? PP_DTYPE_BF16 : dtype_;
-    emit(op, /*attention=*/true);
+  // QK^T and (softmax)V: two s x s x d products per head, the full square counted as Megatron-LM
+  // counts it, causal or not. A fused (flash) kernel is one op priced by the hardware's attention
+  // efficiency, which absorbs the masked half it skips; unfused, they are two batched GEMMs over
+  // the whole square (heads stacked into m, so one launch each, as cuBLAS runs them).
+  void attention(double seq, double head_dim, double batch_heads, bool fused) {
+    const pp_dtype dtype = dtype_ == PP_DTYPE_FP8 ? PP_DTYPE_BF16 : dtype_;
+    if (fused) {
+      pp_op op = make_op(PP_OP_ATTENTION, PP_PHASE_FORWARD, scope_, "attention_core", kOwner);
+      op.m = seq, op.n = seq, op.k = head_dim, op.count = batch_heads;
+      op.flops = 4.0 * seq * seq * head_dim * batch_heads;
+      op.dtype = dtype;
+      emit(op, /*attention=*/true);
+      return;
+    }
+    auto batched = [&](const char* name, double n, double k) {
+      pp_op op = make_op(PP_OP_GEMM, PP_PHASE_FORWARD, scope_, name, kOwner);
+      op.m = batch_heads * seq, op.n = n, op.k = k, op.count = 1;
+      op.flops = 2.0 * op.m * n * k;
+      op.dtype = dtype;
+      emit(op, /*attention=*/true);
+    };
+    batched("attention_scores", seq, head_dim);   // Q K^T: s x d times d x s per head
+    batched("attention_context", head_dim, seq);  // P V: s x s times s x d per head
   }
   // A memory-bound kernel moving `bytes` forward and `backward_bytes` backward (default: twice
   // the forward, a gradient for each input read).
@@ -129,7 +144,7 @@ void add_layer(Plan& plan, const Shape& s, const pp_training& training, const Wo
   const double q_width = s.heads * d, kv_width = s.kv_heads * d;
   emit.memory_bound("attn_norm", 2.0 * kActivationBytes * t * h);
   emit.gemm("qkv", t, q_width + 2.0 * kv_width, h);
-  emit.attention(s.seq, d, s.batch * s.heads);
+  emit.attention(s.seq, d, s.batch * s.heads, options.flash_attention);
   if (!options.flash_attention) {
     // Without a fused attention kernel the b·a·s² scores go through HBM: scale-mask-softmax
     // reads and writes them (2 + 2 bytes each), dropout reads them, writes them and a 1-byte

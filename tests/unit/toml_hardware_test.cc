@@ -30,9 +30,9 @@ efficiency = 0.85
 [host_link]
 bandwidth_gb_s = 64
 [gemm]
-efficiency_max = 0.66
+efficiency_max = 0.64
 [attention]
-efficiency = 0.47
+efficiency = 0.81
 [[tiers]]
 name = "nvlink"
 domain_size = 8

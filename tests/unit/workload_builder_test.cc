@@ -98,6 +98,35 @@ TEST(MemoryBoundKernels, WithoutFlashAttentionTheScoresGoThroughMemory) {
   EXPECT_EQ(memory_op(*fused, "attention_softmax").forward, 0);
 }
 
+TEST(AttentionCore, FusedIsOneKernelUnfusedIsTwoBatchedGemms) {
+  // Per layer and micro-batch, QK^T and PV over the full s x s square, 2·s·s·d FLOPs each per
+  // head (Megatron's count). Fused: one attention op. Unfused: cuBLAS batched GEMMs with the
+  // b·a heads stacked into m, s x d x s and s x s x d.
+  const double s = 2048, b = 2, a = 32, d = 128;
+  auto find = [](const Plan& plan, const char* name) {  // kind 0: no such op
+    for (const pp_op& op : plan.op_list())
+      if (op.scope == PP_SCOPE_LAYER && op.phase == PP_PHASE_FORWARD && std::string(op.name) == name) return op;
+    return pp_op{};
+  };
+  auto fused = build(gpt(2, 4096, 32, 32000, 2048), training(2, PP_RECOMPUTE_NONE), true);
+  const pp_op core = find(*fused, "attention_core");
+  EXPECT_EQ(core.kind, PP_OP_ATTENTION);
+  EXPECT_DOUBLE_EQ(core.flops, 2 * 2 * s * s * d * b * a);
+  EXPECT_EQ(static_cast<int>(find(*fused, "attention_scores").kind), 0);
+
+  auto unfused = build(gpt(2, 4096, 32, 32000, 2048), training(2, PP_RECOMPUTE_NONE), false);
+  EXPECT_EQ(static_cast<int>(find(*unfused, "attention_core").kind), 0);
+  const pp_op scores = find(*unfused, "attention_scores"), context = find(*unfused, "attention_context");
+  EXPECT_EQ(scores.kind, PP_OP_GEMM);
+  EXPECT_EQ(context.kind, PP_OP_GEMM);
+  EXPECT_DOUBLE_EQ(scores.m, b * a * s);
+  EXPECT_DOUBLE_EQ(scores.n, s);
+  EXPECT_DOUBLE_EQ(scores.k, d);
+  EXPECT_DOUBLE_EQ(context.n, d);
+  EXPECT_DOUBLE_EQ(context.k, s);
+  EXPECT_DOUBLE_EQ(scores.flops + context.flops, core.flops);
+}
+
 TEST(Activations, KorthikantiWithoutParallelism) {
   // s·b·h·(34 + 5·a·s/h) bytes per layer (Korthikanti et al. 2022, eq. 1), no flash attention.
   const double s = 2048, b = 4, h = 4096, a = 32;

@@ -173,7 +173,9 @@ class SequenceParallel : public paraplan::Strategy {
   void add_context_communication(paraplan::PlanEditor& plan, int32_t axis, const std::vector<pp_op>& ops,
                                  const pp_model& model, double t, double c) const {
     for (const pp_op& op : ops) {
-      if (std::string_view(op.name) != "attention_core") continue;
+      // The attention core: one fused op, or the first of its two unfused GEMMs.
+      const std::string_view name = op.name;
+      if (name != "attention_core" && name != "attention_scores") continue;
       // Per rank after this split: s/c tokens of b sequences; widths per tensor-parallel rank.
       const double tokens = op.count / (static_cast<double>(model.heads) / t) * op.m / c;  // b·s/c
       const double q_bytes = tokens * static_cast<double>(model.heads * model.head_dim) / t * 2.0;

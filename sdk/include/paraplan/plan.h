@@ -12,9 +12,12 @@
  *
  * Canonical op names (the host's workload builder creates these; strategies find ops by name):
  *   scope EMBEDDING: "embedding"
- *   scope LAYER:     "attn_norm", "qkv", "attention_core", "attn_out", "mlp_norm", "mlp_up",
- *                    "mlp_gate" (SwiGLU only), "mlp_act", "mlp_down", and for MoE layers
- *                    "router", "expert_up", "expert_gate", "expert_act", "expert_down"
+ *   scope LAYER:     "attn_norm", "qkv", "attention_core", "attn_out", "attn_residual", "mlp_norm",
+ *                    "mlp_up", "mlp_gate" (SwiGLU only), "mlp_act", "mlp_down", "mlp_residual", and
+ *                    for MoE layers "router", "expert_up", "expert_gate", "expert_act",
+ *                    "expert_down"; without fused attention, "attention_core" is two batched GEMMs,
+ *                    "attention_scores" and "attention_context" (heads stacked in m), plus
+ *                    "attention_softmax", the scores' trips through memory
  *   scope HEAD:      "final_norm", "logits", "loss"
  *   and "optimizer_step" (phase STEP, frequency PER_STEP) in scopes EMBEDDING, LAYER and HEAD,
  *   each updating the parameters of its scope
