@@ -32,8 +32,8 @@ namespace {
 // Defaults of the optional keys; docs/hardware.md gives the reasons. An absent
 // gemm.half_efficiency_gflop is derived from kGemmFixedOverheadUs by the profile builder.
 constexpr double kDefaultMemoryEfficiency = 0.85;
-constexpr double kDefaultGemmEfficiencyMax = 0.70;
-constexpr double kDefaultAttentionEfficiency = 0.45;
+constexpr double kDefaultGemmEfficiencyMax = 0.64;  // the H100 profile's in-training plateau
+constexpr double kDefaultAttentionEfficiency = 0.81;  // on the full-square FLOP count
 constexpr double kDefaultTierEfficiency = 0.80;
 
 struct Location {

@@ -1,11 +1,11 @@
 // `paraplan advise RECIPE`: the practitioners' rule-of-thumb ladder (search/advice_ladder.h)
 // next to the searched optimum, and the gap between them.
-#include <cstdio>
 #include <iostream>
 
 #include "host/cli/command.h"
 #include "host/cli/common_options.h"
 #include "host/core/errors.h"
+#include "host/core/number_format.h"
 #include "host/plan/hardware_binding.h"
 #include "host/recipe/recipe_overrides.h"
 #include "host/recipe/recipe_reader.h"
@@ -18,13 +18,7 @@ namespace po = boost::program_options;
 namespace paraplan::host {
 namespace {
 
-std::string format(const char* pattern, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), pattern, value);
-  return buffer;
-}
-
-std::string percent(double fraction) { return format("%.1f %%", 100.0 * fraction); }
+std::string percent(double fraction) { return format_number("%.1f %%", 100.0 * fraction); }
 std::string gigabytes(double bytes) { return format_value("bytes", bytes); }
 
 // The ladder prices a plan through run() and the search through evaluate(): the same plan's
@@ -60,7 +54,7 @@ std::string optimum_description(const Advice& advice, const RankedPlan& plan) {
 std::string step_outcome(const LadderStep& step, double usable) {
   if (!step.composed) return "skipped: " + step.skipped;
   const LadderFigures& figures = step.figures;
-  std::string text = format("step %.3f s, ", figures.step_s) + "MFU " + percent(figures.mfu) + ", " +
+  std::string text = format_number("step %.3f s, ", figures.step_s) + "MFU " + percent(figures.mfu) + ", " +
                      gigabytes(figures.memory_per_gpu_bytes) + " per GPU";
   if (!step.fits) return text + ": does not fit in " + gigabytes(usable);
   return text + ", FSDP efficiency " + percent(figures.efficiency()) +
@@ -76,7 +70,7 @@ void write_text(std::ostream& out, const Advice& advice, double headroom) {
       << "The rule-of-thumb ladder (the seed article's rules; the recipe's [[strategy]] list is not used):\n";
   for (size_t index = 0; index < advice.ladder.steps.size(); ++index) {
     const LadderStep& step = advice.ladder.steps[index];
-    out << format("%3.0f. ", static_cast<double>(index + 1)) << step.plan.describe() << "\n       [" << step.rule
+    out << format_number("%3.0f. ", static_cast<double>(index + 1)) << step.plan.describe() << "\n       [" << step.rule
         << "] " << step.reason << "\n       -> " << step_outcome(step, advice.ladder.usable_memory_bytes) << "\n";
   }
 
@@ -85,8 +79,8 @@ void write_text(std::ostream& out, const Advice& advice, double headroom) {
   if (final_step) {
     const LadderFigures& figures = final_step->figures;
     out << " (step " << *advice.ladder.final_step + 1 << "): " << final_step->plan.describe() << "\n  "
-        << format("step time %.3f s, ", figures.step_s) << "MFU " << percent(figures.mfu) << ", "
-        << format("%.1f tokens/s/GPU, ", figures.tokens_per_s_per_gpu) << gigabytes(figures.memory_per_gpu_bytes)
+        << format_number("step time %.3f s, ", figures.step_s) << "MFU " << percent(figures.mfu) << ", "
+        << format_number("%.1f tokens/s/GPU, ", figures.tokens_per_s_per_gpu) << gigabytes(figures.memory_per_gpu_bytes)
         << " per GPU" << (final_step->fits ? "" : " (does not fit)") << "\n";
   } else {
     out << ": none\n";
@@ -97,17 +91,17 @@ void write_text(std::ostream& out, const Advice& advice, double headroom) {
   if (const RankedPlan* best = advice.optimum()) {
     out << " (best of " << advice.search.valid_plans << " plans that fit, of " << advice.search.plans
         << " searched): " << optimum_description(advice, *best) << "\n  "
-        << format("step time %.3f s, ", best->figures.step_s) << "MFU " << percent(best->figures.mfu) << ", "
-        << format("%.1f tokens/s/GPU, ", best->figures.tokens_per_s_per_gpu)
+        << format_number("step time %.3f s, ", best->figures.step_s) << "MFU " << percent(best->figures.mfu) << ", "
+        << format_number("%.1f tokens/s/GPU, ", best->figures.tokens_per_s_per_gpu)
         << gigabytes(best->figures.memory_per_gpu_bytes) << " per GPU\n";
   } else {
     out << ": none (" << advice.search_error << ")\n";
   }
 
   if (std::optional<double> gap = advice.gap_pct()) {
-    out << "\nGap: the ladder's step is " << format("%.1f %%", *gap) << (*gap > -kSameTime ? " longer" : " shorter")
-        << format(" than the optimum's (%.3f s", final_step->figures.step_s)
-        << format(" / %.3f s - 1); MFU ", advice.optimum()->figures.step_s) << percent(final_step->figures.mfu)
+    out << "\nGap: the ladder's step is " << format_number("%.1f %%", *gap) << (*gap > -kSameTime ? " longer" : " shorter")
+        << format_number(" than the optimum's (%.3f s", final_step->figures.step_s)
+        << format_number(" / %.3f s - 1); MFU ", advice.optimum()->figures.step_s) << percent(final_step->figures.mfu)
         << " vs " << percent(advice.optimum()->figures.mfu) << "\n";
   }
   if (final_step) out << "\nThe ladder's plan as recipe text:\n" << final_step->plan.strategy_tables()

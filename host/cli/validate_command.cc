@@ -2,13 +2,13 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <cstdio>
 #include <fstream>
 #include <iostream>
 
 #include "host/cli/command.h"
 #include "host/cli/common_options.h"
 #include "host/core/errors.h"
+#include "host/core/number_format.h"
 #include "host/validate/scatter_plot.h"
 #include "host/validate/validation_report.h"
 
@@ -16,12 +16,6 @@ namespace po = boost::program_options;
 
 namespace paraplan::host {
 namespace {
-
-std::string format(const char* pattern, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), pattern, value);
-  return buffer;
-}
 
 void write_file(const std::string& path, const std::string& content) {
   std::ofstream stream(path, std::ios::binary);
@@ -103,8 +97,8 @@ int run_validate_command(const std::vector<std::string>& arguments) {
     throw PlanError("no row could be evaluated: all " + std::to_string(summary.rows) +
                     " rows are unevaluable (their reasons are in the report)");
   if (variables.count("fail-above") && *summary.mape_pct > fail_above)
-    throw PlanError("MAPE " + format("%.2f", *summary.mape_pct) + " % exceeds --fail-above " +
-                    format("%g", fail_above) + " %");
+    throw PlanError("MAPE " + format_number("%.2f", *summary.mape_pct) + " % exceeds --fail-above " +
+                    format_number("%g", fail_above) + " %");
   return kExitOk;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "host/core/number_format.h"
 #include "host/report/text_report.h"
 
 namespace paraplan::host {
@@ -16,12 +17,6 @@ std::string grouped(uint64_t value) {
     text += digits[i];
   }
   return text;
-}
-
-std::string format(const char* pattern, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), pattern, value);
-  return buffer;
 }
 
 std::string bytes(double value) { return format_value("bytes", value); }
@@ -47,9 +42,9 @@ std::vector<std::pair<std::string, const Rejection*>> by_count(const SearchResul
 
 std::string reason_detail(const std::string& reason, const Rejection& rejection, const SearchResult& result) {
   if (reason == "memory")
-    return "need more than " + format("%.3f GB", result.usable_memory_bytes / 1e9) +
+    return "need more than " + format_number("%.3f GB", result.usable_memory_bytes / 1e9) +
            " per GPU (capacity less headroom); the smallest needs " +
-           format("%.3f GB", result.smallest_rejected_memory_bytes / 1e9);
+           format_number("%.3f GB", result.smallest_rejected_memory_bytes / 1e9);
   return rejection.example;
 }
 
@@ -88,7 +83,7 @@ void write_search_text(std::ostream& out, const SearchResult& result, const Sear
       << ", global batch " << recipe.training.global_batch << ", sequence " << recipe.model.shape.seq_len
       << "; objective " << objective_name(context.settings.objective) << "\n"
       << "  " << grouped(result.plans) << " candidate plans, " << grouped(result.valid_plans) << " fit and were timed in "
-      << grouped(result.layouts) << " mesh layouts; " << format("%.2f", result.seconds) << " s on " << result.threads
+      << grouped(result.layouts) << " mesh layouts; " << format_number("%.2f", result.seconds) << " s on " << result.threads
       << (result.threads == 1 ? " thread" : " threads") << "\n\n";
 
   const bool days = context.settings.objective == Objective::kTimeToTrain;
@@ -99,7 +94,7 @@ void write_search_text(std::ostream& out, const SearchResult& result, const Sear
     std::snprintf(line, sizeof(line), "%4zu  %8.3f s  %12.1f  %5.1f%%  %11s", rank + 1, plan.figures.step_s,
                   plan.figures.tokens_per_s_per_gpu, 100.0 * plan.figures.mfu, bytes(plan.figures.memory_per_gpu_bytes).c_str());
     out << line;
-    if (days) out << format("  %8.1f", days_to_train(plan.figures, context));
+    if (days) out << format_number("  %8.1f", days_to_train(plan.figures, context));
     out << "  " << describe_strategies(result.space, plan) << "; micro_batch " << plan.micro_batch << ", recompute "
         << recompute_name(plan.recompute) << ", mesh " << joined(plan.mesh_order, "-") << "\n";
   }

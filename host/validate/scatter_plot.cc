@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "host/core/number_format.h"
+
 namespace paraplan::host {
 namespace {
 
@@ -41,12 +43,6 @@ std::string escaped(const std::string& text) {
 std::string decade_label(int k) {
   if (k >= 0) return "1" + std::string(static_cast<size_t>(k), '0');
   return "0." + std::string(static_cast<size_t>(-k - 1), '0') + "1";
-}
-
-std::string format(const char* pattern, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), pattern, value);
-  return buffer;
 }
 
 // Whole decades [10^low, 10^high] covering every value (1 s +/- a decade when there are none).
@@ -139,8 +135,8 @@ std::string scatter_plot_svg(const ValidationReport& report) {
            "text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\"");
   std::string statistics = "no row could be evaluated";
   if (summary.mape_pct)
-    statistics = "MAPE " + format("%.1f", *summary.mape_pct) + " % over " + std::to_string(summary.evaluated) +
-                 " rows; Spearman " + (summary.spearman ? format("%.3f", *summary.spearman) : std::string("n/a"));
+    statistics = "MAPE " + format_number("%.1f", *summary.mape_pct) + " % over " + std::to_string(summary.evaluated) +
+                 " rows; Spearman " + (summary.spearman ? format_number("%.3f", *summary.spearman) : std::string("n/a"));
   if (summary.unevaluable > 0) statistics += "; " + std::to_string(summary.unevaluable) + " unevaluable";
   svg.text(kWidth / 2, 50, statistics, "text-anchor=\"middle\" font-size=\"13\"");
 
@@ -160,7 +156,7 @@ std::string scatter_plot_svg(const ValidationReport& report) {
     svg.raw("<circle cx=\"" + number(axis.x(measured)) + "\" cy=\"" + number(axis.y(predicted)) + "\" r=\"4\" fill=\"" +
             kPalette[source % std::size(kPalette)] + "\" fill-opacity=\"0.75\" stroke=\"#222\" stroke-width=\"0.5\">" +
             "<title>" + escaped(run.id + ": measured " + significant(measured) + " s, predicted " + significant(predicted) +
-                                " s (" + format("%+.1f", prediction.error_pct) + " %)") +
+                                " s (" + format_number("%+.1f", prediction.error_pct) + " %)") +
             "</title></circle>");
   }
   svg.raw("</g>");
@@ -175,7 +171,7 @@ std::string scatter_plot_svg(const ValidationReport& report) {
     const SourceAccuracy& source = summary.sources[i];
     svg.raw("<circle cx=\"" + number(kLeft + 12) + "\" cy=\"" + number(y - 4) + "\" r=\"4\" fill=\"" +
             kPalette[i % std::size(kPalette)] + "\" fill-opacity=\"0.75\" stroke=\"#222\" stroke-width=\"0.5\"/>");
-    const std::string accuracy = source.mape_pct ? ", MAPE " + format("%.1f", *source.mape_pct) + " %" : "";
+    const std::string accuracy = source.mape_pct ? ", MAPE " + format_number("%.1f", *source.mape_pct) + " %" : "";
     svg.text(kLeft + 30, y, source_label(source.source) + " (" + std::to_string(source.rows) +
                                 (source.rows == 1 ? " row" : " rows") + accuracy + ")",
              "font-size=\"12\"");

@@ -2,19 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+
+#include "host/core/number_format.h"
 
 namespace paraplan::host {
 namespace {
 
 constexpr size_t kLineWidth = 120;
 constexpr size_t kNarrowestPlanColumn = 30;
-
-std::string format(const char* pattern, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), pattern, value);
-  return buffer;
-}
 
 std::string padded(const std::string& text, size_t width, bool right = false) {
   if (text.size() >= width) return text;
@@ -61,7 +56,7 @@ void write_table(std::ostream& out, const ValidationReport& report) {
     std::vector<std::string> plan = wrapped(prediction.plan, plan_width);
     out << padded(run.id, id_width) << "  " << padded(metric_label(run.metric), 12) << "  "
         << padded(significant(run.value), 10, true) << "  " << padded(significant(*prediction.predicted), 10, true) << "  "
-        << padded(format("%+.1f", prediction.error_pct), 8, true) << "  " << plan.front() << "\n";
+        << padded(format_number("%+.1f", prediction.error_pct), 8, true) << "  " << plan.front() << "\n";
     for (size_t line = 1; line < plan.size(); ++line) out << std::string(header.size(), ' ') << plan[line] << "\n";
   }
 }
@@ -73,17 +68,17 @@ void write_summary(std::ostream& out, const ValidationReport& report) {
     return;
   }
   const Prediction& worst = report.predictions[*summary.worst];
-  out << "MAPE " << format("%.1f", *summary.mape_pct) << " % over " << summary.evaluated
-      << (summary.evaluated == 1 ? " row" : " rows") << " (max " << format("%+.1f", worst.error_pct)
+  out << "MAPE " << format_number("%.1f", *summary.mape_pct) << " % over " << summary.evaluated
+      << (summary.evaluated == 1 ? " row" : " rows") << " (max " << format_number("%+.1f", worst.error_pct)
       << " %: " << worst.run->id << "); Spearman "
-      << (summary.spearman ? format("%.3f", *summary.spearman) : std::string("n/a (fewer than 2 rows, or no order)"))
+      << (summary.spearman ? format_number("%.3f", *summary.spearman) : std::string("n/a (fewer than 2 rows, or no order)"))
       << "\n\nMAPE by source:\n";
   size_t width = 0;
   for (const SourceAccuracy& source : summary.sources) width = std::max(width, source_label(source.source).size());
   for (const SourceAccuracy& source : summary.sources) {
     out << "  " << padded(source_label(source.source), width) << "  " << padded(std::to_string(source.rows), 5, true)
         << (source.rows == 1 ? " row " : " rows") << "  "
-        << (source.mape_pct ? "MAPE " + padded(format("%.1f", *source.mape_pct), 5, true) + " %" : "no row evaluated")
+        << (source.mape_pct ? "MAPE " + padded(format_number("%.1f", *source.mape_pct), 5, true) + " %" : "no row evaluated")
         << "\n";
   }
 }
@@ -91,8 +86,8 @@ void write_summary(std::ostream& out, const ValidationReport& report) {
 }  // namespace
 
 std::string significant(double value) {
-  if (std::abs(value) >= 1000) return format("%.0f", value);
-  return format("%#.4g", value);  // trailing zeros kept, so the column lines up
+  if (std::abs(value) >= 1000) return format_number("%.0f", value);
+  return format_number("%#.4g", value);  // trailing zeros kept, so the column lines up
 }
 
 std::string source_label(const std::string& source) { return source.empty() ? "(blank)" : source; }
