@@ -186,25 +186,29 @@ void add_layer(Plan& plan, const Shape& s, const pp_training& training, const Wo
     act("act.seq.layer_input", kActivationBytes * sbh);
     return;
   }
+  // FP8 training (Transformer Engine) keeps a GEMM's input for the weight gradient as the 1-byte
+  // cast it multiplied; tensors other kernels read back (norm inputs, Q/K/V) stay 2 bytes.
+  const double gemm_input_bytes = training.precision == PP_PRECISION_FP8 ? 1.0 : kActivationBytes;
   act("act.seq.attn_norm_input", kActivationBytes * sbh);
-  act("act.seq.qkv_input", kActivationBytes * sbh);
+  act("act.seq.qkv_input", gemm_input_bytes * sbh);
   act("act.tensor.q", kActivationBytes * t * q_width);
   act("act.tensor.k", kActivationBytes * t * kv_width);
   act("act.tensor.v", kActivationBytes * t * kv_width);
   if (!options.flash_attention && training.recompute != PP_RECOMPUTE_SELECTIVE)
     act("act.tensor.attention_scores", 5.0 * s.heads * s.seq * s.seq * s.batch);  // softmax 2 + mask 1 + dropout 2
-  act("act.tensor.attn_out_input", kActivationBytes * t * q_width);
+  act("act.tensor.attn_out_input", gemm_input_bytes * t * q_width);
   act("act.seq.attn_dropout_mask", sbh);  // 1 byte per element
   act("act.seq.mlp_norm_input", kActivationBytes * sbh);
-  act("act.seq.mlp_input", kActivationBytes * sbh);
-  // GELU keeps its input and output (2 tensors of width f); SwiGLU keeps gate, up and their product.
-  double hidden_tensors = s.swiglu ? 3.0 : 2.0;
+  act("act.seq.mlp_input", gemm_input_bytes * sbh);
+  // GELU keeps its input and output (2 tensors of width f), SwiGLU gate, up and their product;
+  // the last of them is the down projection's input.
+  const double hidden_bytes = (s.swiglu ? 2.0 : 1.0) * kActivationBytes + gemm_input_bytes;
   if (s.moe) {
     act("act.seq.router_probs", 4.0 * t * s.experts);  // the router is not split by TP
-    act("act.expert.input", kActivationBytes * routed_tokens * h);
-    act("act.expert.hidden", hidden_tensors * kActivationBytes * routed_tokens * ffn);
+    act("act.expert.input", gemm_input_bytes * routed_tokens * h);
+    act("act.expert.hidden", hidden_bytes * routed_tokens * ffn);
   } else {
-    act("act.tensor.mlp_hidden", hidden_tensors * kActivationBytes * t * ffn);
+    act("act.tensor.mlp_hidden", hidden_bytes * t * ffn);
   }
   act("act.seq.mlp_dropout_mask", sbh);
 }

@@ -43,6 +43,17 @@ TEST(ValidationAccuracy, VtrainMultiNodeRunsWithinFifteenPercentAndRankedRight) 
   EXPECT_GE(*summary.spearman, 0.8);
 }
 
+// NeMo's FP8 pre-training runs on H100 (24.12 performance summary): the model's weakest
+// precision (docs/validation.md): no target, only today's level kept from getting worse.
+TEST(ValidationAccuracy, NemoFp8RunsNoWorseThanToday) {
+  const ValidationSummary summary = validate_file("nemo-h100-fp8.csv");
+  EXPECT_EQ(summary.rows, 9u);
+  ASSERT_TRUE(summary.mape_pct.has_value());
+  EXPECT_LE(*summary.mape_pct, 17.0);
+  ASSERT_TRUE(summary.spearman.has_value());
+  EXPECT_GE(*summary.spearman, 0.9);
+}
+
 // vTrain's 1440 single-node runs of small models are launch-bound, which the analytic model does
 // not price (docs/validation.md): no target, only today's level kept from getting worse.
 TEST(ValidationAccuracy, VtrainSingleNodeRunsNoWorseThanToday) {

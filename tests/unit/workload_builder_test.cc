@@ -139,6 +139,16 @@ TEST(Activations, FlashAttentionRemovesTheScoreTerm) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(*plan), 2048.0 * 4 * 4096 * 34.0);
 }
 
+TEST(Activations, Fp8KeepsTheGemmInputsAsOneByteCasts) {
+  // Of the 34·s·b·h, the inputs of the QKV, attention-output, MLP-up and MLP-down GEMMs (2, 2, 2
+  // and 8 of them: the GELU output, f = 4h) are saved as their FP8 casts, half the bytes:
+  // 34 - 1 - 1 - 1 - 4 = 27·s·b·h. The norm inputs, Q, K, V and the GELU input stay 2 bytes.
+  pp_training fp8 = training(4, PP_RECOMPUTE_NONE);
+  fp8.precision = PP_PRECISION_FP8;
+  auto plan = build(gpt(8, 4096, 32, 51200, 2048), fp8, /*flash=*/true);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(*plan), 2048.0 * 4 * 4096 * 27.0);
+}
+
 TEST(Activations, SelectiveRecomputeDropsTheScoresFullRecomputeKeepsTheInput) {
   auto selective = build(gpt(8, 4096, 32, 51200, 2048), training(4, PP_RECOMPUTE_SELECTIVE), /*flash=*/false);
   EXPECT_DOUBLE_EQ(layer_activation_bytes(*selective), 2048.0 * 4 * 4096 * 34.0);
