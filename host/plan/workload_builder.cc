@@ -138,6 +138,25 @@ void add_optimizer_step(Plan& plan, pp_scope scope, const char* name, double par
   plan.ops().push_back(op);
 }
 
+// FP8 training (Transformer Engine) casts every GEMM input to FP8 before the forward GEMM and every
+// output gradient before the backward GEMMs, each with a transposed copy for the weight gradient:
+// read 2 bytes, write 1 + 1, per element (the weights' casts are cached across a step's
+// micro-batches). Split by where the tensors live: the layer's and the MLP's inputs and the
+// gradients arriving from the residual stream are sequence-region tensors (SP divides them);
+// the rest are tensor-parallel widths (TP divides them); the experts' follow the routed tokens.
+void add_fp8_casts(OpEmitter& emit, const Shape& s, double routed_tokens, double ffn) {
+  constexpr double kCastBytes = 4.0;
+  const double t = s.tokens, h = s.hidden, q_width = s.heads * s.head_dim;
+  const double qkv_width = q_width + 2.0 * s.kv_heads * s.head_dim, up_outputs = s.swiglu ? 2.0 : 1.0;
+  const double blocks = s.moe ? 1.0 : 2.0;  // an MoE layer's MLP inputs and gradients are the experts'
+  emit.memory_bound("fp8_cast_seq", kCastBytes * t * h * blocks, kCastBytes * t * h * blocks);
+  emit.memory_bound("fp8_cast_tensor", kCastBytes * t * (q_width + (s.moe ? 0.0 : ffn)),
+                    kCastBytes * t * (qkv_width + (s.moe ? 0.0 : up_outputs * ffn)));
+  if (s.moe)
+    emit.memory_bound("fp8_cast_expert", kCastBytes * routed_tokens * (h + ffn),
+                      kCastBytes * routed_tokens * (up_outputs * ffn + h));
+}
+
 void add_layer(Plan& plan, const Shape& s, const pp_training& training, const WorkloadOptions& options) {
   OpEmitter emit(plan, PP_SCOPE_LAYER, gemm_dtype(training), training.recompute);
   const double t = s.tokens, h = s.hidden, d = s.head_dim;
@@ -177,6 +196,7 @@ void add_layer(Plan& plan, const Shape& s, const pp_training& training, const Wo
     emit.gemm("mlp_down", t, h, ffn);
   }
   emit.memory_bound("mlp_residual", kResidualAddBytes * t * h, kResidualAddBytes * t * h);
+  if (training.precision == PP_PRECISION_FP8) add_fp8_casts(emit, s, routed_tokens, ffn);
 
   // Activations kept for backward, per layer and micro-batch (Korthikanti et al. 2022, sec. 4.1,
   // generalised to GQA and SwiGLU): 34·s·b·h + 5·a·s²·b for a GELU MLP with f = 4h.

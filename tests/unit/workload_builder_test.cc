@@ -127,6 +127,24 @@ TEST(AttentionCore, FusedIsOneKernelUnfusedIsTwoBatchedGemms) {
   EXPECT_DOUBLE_EQ(scores.flops + context.flops, core.flops);
 }
 
+TEST(MemoryBoundKernels, Fp8CastsEveryGemmInputAndOutputGradient) {
+  // Cast + transpose: read 2 bytes, write 1 + 1, per element. Forward, the inputs of QKV and the
+  // MLP (h each, sequence region) and of attention-out and MLP-down (a·d = h and f = 4h, tensor
+  // widths); backward, the output gradients of attention-out and MLP-down (h each) and of QKV
+  // and MLP-up (3h and 4h). BF16 runs have none.
+  const double T = 2048.0 * 2, h = 4096;
+  pp_training fp8 = training(2, PP_RECOMPUTE_NONE);
+  fp8.precision = PP_PRECISION_FP8;
+  auto plan = build(gpt(2, 4096, 32, 32000, 2048), fp8, true);
+  const MemoryOp seq = memory_op(*plan, "fp8_cast_seq"), tensor = memory_op(*plan, "fp8_cast_tensor");
+  EXPECT_DOUBLE_EQ(seq.forward, 4 * T * 2 * h);
+  EXPECT_DOUBLE_EQ(seq.backward, 4 * T * 2 * h);
+  EXPECT_DOUBLE_EQ(tensor.forward, 4 * T * (h + 4 * h));
+  EXPECT_DOUBLE_EQ(tensor.backward, 4 * T * (3 * h + 4 * h));
+  auto bf16 = build(gpt(2, 4096, 32, 32000, 2048), training(2, PP_RECOMPUTE_NONE), true);
+  EXPECT_EQ(memory_op(*bf16, "fp8_cast_seq").forward, 0);
+}
+
 TEST(Activations, KorthikantiWithoutParallelism) {
   // s·b·h·(34 + 5·a·s/h) bytes per layer (Korthikanti et al. 2022, eq. 1), no flash attention.
   const double s = 2048, b = 4, h = 4096, a = 32;

@@ -52,7 +52,8 @@ constexpr const char* kName = "ep";
 constexpr double kActivationBytes = 2.0;  // bf16 tokens on the wire and in the expert buffers
 
 bool is_expert_compute(std::string_view name) {
-  return name == "expert_up" || name == "expert_gate" || name == "expert_act" || name == "expert_down";
+  return name == "expert_up" || name == "expert_gate" || name == "expert_act" || name == "expert_down" ||
+         name == "fp8_cast_expert";
 }
 
 bool is_expert_activation(std::string_view name) { return name == "act.expert.input" || name == "act.expert.hidden"; }

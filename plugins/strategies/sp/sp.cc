@@ -129,6 +129,7 @@ class SequenceParallel : public paraplan::Strategy {
         op.bytes /= t;  // each tensor-parallel rank now dispatches only its s/t tokens to the experts
         plan.set_op(i, op);
       } else if (name == "attn_norm" || name == "mlp_norm" || name == "attn_residual" || name == "mlp_residual" ||
+                 name == "fp8_cast_seq" ||
                  name == "final_norm" || name == "embedding") {
         op.bytes /= t;  // norms, dropout and residuals now run on s/t tokens
         plan.set_op(i, op);

@@ -89,6 +89,7 @@ class TensorParallel : public paraplan::Strategy {
     else if (name == "attention_scores" || name == "attention_context") op.m /= t;  // heads are stacked in m
     else if (name == "attention_softmax") op.bytes /= t;  // the scores of this rank's heads
     else if (name == "mlp_act" || name == "expert_act" || name == "loss") op.bytes /= t;
+    else if (name == "fp8_cast_tensor" || name == "fp8_cast_expert") op.bytes /= t;
     else if (name.starts_with("optimizer_step")) op.bytes /= t;  // each rank updates its 1/t of the weights
     else return false;
     op.flops /= t;

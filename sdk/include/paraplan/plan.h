@@ -17,7 +17,8 @@
  *                    for MoE layers "router", "expert_up", "expert_gate", "expert_act",
  *                    "expert_down"; without fused attention, "attention_core" is two batched GEMMs,
  *                    "attention_scores" and "attention_context" (heads stacked in m), plus
- *                    "attention_softmax", the scores' trips through memory
+ *                    "attention_softmax", the scores' trips through memory; with FP8 GEMMs the
+ *                    casts "fp8_cast_seq", "fp8_cast_tensor" and "fp8_cast_expert"
  *   scope HEAD:      "final_norm", "logits", "loss"
  *   and "optimizer_step" (phase STEP, frequency PER_STEP) in scopes EMBEDDING, LAYER and HEAD,
  *   each updating the parameters of its scope
