@@ -54,6 +54,17 @@ TEST(ValidationAccuracy, NemoFp8RunsNoWorseThanToday) {
   EXPECT_GE(*summary.spearman, 0.9);
 }
 
+// MosaicML's MPT runs with PyTorch FSDP: another software stack (Triton attention, eager
+// layers), predicted too fast (docs/validation.md): no target, only today's level kept.
+TEST(ValidationAccuracy, MptFsdpRunsNoWorseThanToday) {
+  const ValidationSummary summary = validate_file("mpt-h100-fsdp.csv");
+  EXPECT_EQ(summary.rows, 22u);
+  ASSERT_TRUE(summary.mape_pct.has_value());
+  EXPECT_LE(*summary.mape_pct, 36.0);
+  ASSERT_TRUE(summary.spearman.has_value());
+  EXPECT_GE(*summary.spearman, 0.9);
+}
+
 // vTrain's 1440 single-node runs of small models are launch-bound, which the analytic model does
 // not price (docs/validation.md): no target, only today's level kept from getting worse.
 TEST(ValidationAccuracy, VtrainSingleNodeRunsNoWorseThanToday) {
