@@ -28,6 +28,7 @@ constexpr Datasheet kA100Sxm80g{
             .host_link_bandwidth_gb_s = 32,  // PCIe Gen4 x16: 64 GB/s both directions
             .gemm_efficiency_max = 0.70,
             .gemm_half_efficiency_gflop = std::nullopt,
+            .gemm_efficiency_max_fp8 = std::nullopt,  // no FP8 on Ampere
             .attention_efficiency = 0.94,
             .tiers = kA100SxmTiers,
         },

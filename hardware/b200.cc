@@ -28,6 +28,7 @@ constexpr Datasheet kB200{
             .host_link_bandwidth_gb_s = 64,  // PCIe Gen5 x16 to the DGX B200 Xeon hosts
             .gemm_efficiency_max = 0.62,
             .gemm_half_efficiency_gflop = std::nullopt,
+            .gemm_efficiency_max_fp8 = 0.51,
             .attention_efficiency = 0.81,
             .tiers = kB200Tiers,
         },

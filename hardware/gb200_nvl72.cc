@@ -30,6 +30,7 @@ constexpr Datasheet kGb200Nvl72{
             .host_link_bandwidth_gb_s = 225,  // NVLink-C2C 900 GB/s (both ways) per 2 GPUs
             .gemm_efficiency_max = 0.58,
             .gemm_half_efficiency_gflop = std::nullopt,
+            .gemm_efficiency_max_fp8 = 0.48,
             .attention_efficiency = 0.81,
             .tiers = kGb200Nvl72Tiers,
         },

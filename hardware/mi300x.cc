@@ -28,6 +28,7 @@ constexpr Datasheet kMi300x{
             .host_link_bandwidth_gb_s = 64,  // PCIe Gen5 x16: 128 GB/s both directions
             .gemm_efficiency_max = 0.45,
             .gemm_half_efficiency_gflop = std::nullopt,
+            .gemm_efficiency_max_fp8 = 0.37,
             .attention_efficiency = 0.51,
             .tiers = kMi300xTiers,
         },

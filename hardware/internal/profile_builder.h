@@ -58,6 +58,8 @@ struct ProfileSpec {
   // GEMM size in GFLOP at which a GEMM reaches half of gemm_efficiency_max; when absent it is
   // derived from kGemmFixedOverheadUs (see gemm_half_efficiency_gflop()).
   std::optional<double> gemm_half_efficiency_gflop;
+  // The plateau of FP8 GEMMs, a smaller fraction of their peak; absent: gemm_efficiency_max.
+  std::optional<double> gemm_efficiency_max_fp8;
   double attention_efficiency = 0;
   std::span<const TierSpec> tiers;
 };
@@ -139,6 +141,7 @@ constexpr ProfileProblem check_profile(const ProfileSpec& spec) {
       {"host_link.bandwidth_gb_s", spec.host_link_bandwidth_gb_s, Range::kNonNegative},
       {"gemm.efficiency_max", spec.gemm_efficiency_max, Range::kFraction},
       {"gemm.half_efficiency_gflop", gemm_half_efficiency_gflop(spec), Range::kNonNegative},
+      {"gemm.efficiency_max_fp8", spec.gemm_efficiency_max_fp8.value_or(spec.gemm_efficiency_max), Range::kFraction},
       {"attention.efficiency", spec.attention_efficiency, Range::kFraction},
   };
   for (const Field& field : fields) {
@@ -212,6 +215,7 @@ inline pp_hardware_profile build_profile(const ProfileSpec& spec) {
   profile.gpus_per_node = spec.gpus_per_node;
   profile.gemm_efficiency_max = spec.gemm_efficiency_max;
   profile.gemm_half_efficiency_flops = gemm_half_efficiency_gflop(spec) * kGiga;
+  profile.gemm_efficiency_max_fp8 = spec.gemm_efficiency_max_fp8.value_or(0.0);
   profile.attention_efficiency = spec.attention_efficiency;
   profile.tier_count = static_cast<uint32_t>(spec.tiers.size());
   for (size_t index = 0; index < spec.tiers.size(); ++index) {

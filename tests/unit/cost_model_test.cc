@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+
 namespace paraplan::cost {
 namespace {
 
@@ -62,6 +64,26 @@ TEST(GemmTime, FollowsTheEfficiencyCurve) {
   const double m = 8192, n = 8192, k = 8192, flops = 2 * m * n * k;
   double efficiency = 0.8 * flops / (flops + 1e11);
   EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_BF16), flops / (1000e12 * efficiency));
+}
+
+TEST(GemmTime, Fp8GemmsHaveTheirOwnPlateau) {
+  // FP8 peak 2000 TFLOP/s at a 0.6 plateau; the fixed cost per GEMM is the bf16 curve's,
+  // t0 = 1e11 / (1000e12 x 0.8) = 125 ns, so F_half at FP8 = t0 x 2000e12 x 0.6 = 1.5e11.
+  pp_hardware_profile profile = two_tier_profile();
+  profile.peak_flops[PP_DTYPE_FP8] = 2000e12;
+  profile.gemm_efficiency_max_fp8 = 0.6;
+  const double m = 8192, n = 8192, k = 8192, flops = 2 * m * n * k;
+  EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_FP8), flops / (2000e12 * 0.6 * flops / (flops + 1.5e11)));
+  // Without the field (0, or a profile from a 1.1 plugin that ends before it): the bf16 plateau.
+  const double bf16_plateau = flops / (2000e12 * 0.8 * flops / (flops + 2e11));
+  profile.gemm_efficiency_max_fp8 = 0;
+  EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_FP8), bf16_plateau);
+  profile.gemm_efficiency_max_fp8 = 0.6;
+  profile.struct_size = offsetof(pp_hardware_profile, gemm_efficiency_max_fp8);
+  EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_FP8), bf16_plateau);
+  // BF16 GEMMs never use it.
+  profile.struct_size = sizeof(profile);
+  EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_BF16), flops / (1000e12 * 0.8 * flops / (flops + 1e11)));
 }
 
 TEST(GemmTime, TinyGemmIsBoundByMemory) {

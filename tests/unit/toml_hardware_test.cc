@@ -31,6 +31,7 @@ efficiency = 0.85
 bandwidth_gb_s = 64
 [gemm]
 efficiency_max = 0.64
+efficiency_max_fp8 = 0.53
 [attention]
 efficiency = 0.81
 [[tiers]]
@@ -55,8 +56,9 @@ std::filesystem::path write_profile(const std::string& name, const std::string& 
   return file;
 }
 
-std::string recipe_on(const std::string& hardware) {
+std::string recipe_on(const std::string& hardware, const std::string& precision = "bf16") {
   return "[model]\npreset = \"llama2-70b\"\n[training]\nglobal_batch = 64\nrecompute = \"selective\"\n"
+         "precision = \"" + precision + "\"\n"
          "[cluster]\nhardware = \"" + hardware + "\"\nnum_gpus = 64\n"
          "[[strategy]]\nname = \"tp\"\ndegree = 8\n[[strategy]]\nname = \"sp\"\n"
          "[[strategy]]\nname = \"pp\"\ndegree = 2\n[[strategy]]\nname = \"fsdp\"\nstage = 1\n";
@@ -71,6 +73,9 @@ TEST(TomlHardware, SameNumbersSamePlanAsTheCompiledProfile) {
                           "memory.per_gpu_bytes", "memory.capacity_bytes", "throughput.mfu"})
     EXPECT_DOUBLE_EQ(from_file.number(key), compiled.number(key)) << key;
   EXPECT_DOUBLE_EQ(from_file.number("memory.capacity_bytes"), 80e9);
+  // gemm.efficiency_max_fp8 reaches the FP8 GEMMs as the compiled profile's field does.
+  EXPECT_DOUBLE_EQ(test::evaluate_recipe(recipe_on(file.string(), "fp8")).number("time.step_s"),
+                   test::evaluate_recipe(recipe_on("h100-sxm", "fp8")).number("time.step_s"));
 }
 
 TEST(TomlHardware, TheShippedExampleLoads) {

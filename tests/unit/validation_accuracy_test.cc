@@ -49,7 +49,7 @@ TEST(ValidationAccuracy, NemoFp8RunsNoWorseThanToday) {
   const ValidationSummary summary = validate_file("nemo-h100-fp8.csv");
   EXPECT_EQ(summary.rows, 9u);
   ASSERT_TRUE(summary.mape_pct.has_value());
-  EXPECT_LE(*summary.mape_pct, 14.0);
+  EXPECT_LE(*summary.mape_pct, 12.0);
   ASSERT_TRUE(summary.spearman.has_value());
   EXPECT_GE(*summary.spearman, 0.9);
 }

@@ -10,7 +10,8 @@
  *
  * History: 1.0 the first release; 1.1 appends the search space to pp_strategy_v1 and the
  * batched figures function to pp_executor_v1 (a 1.0 plugin loads unchanged: the host reads an
- * appended field only when the plugin's struct_size covers it).
+ * appended field only when the plugin's struct_size covers it); 1.2 appends the FP8 GEMM plateau
+ * to pp_hardware_profile (an older hardware plugin's profile leaves it 0: the bf16 plateau).
  */
 #ifndef PARAPLAN_ABI_H
 #define PARAPLAN_ABI_H
@@ -19,7 +20,7 @@
 #include <stdint.h>
 
 #define PP_ABI_MAJOR 1
-#define PP_ABI_MINOR 1
+#define PP_ABI_MINOR 2
 
 #ifdef __cplusplus
 #define PP_EXTERN_C extern "C"

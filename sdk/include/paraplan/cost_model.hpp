@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <string>
 
 #include "paraplan/hardware.h"
@@ -48,11 +49,23 @@ inline double memory_time(const pp_hardware_profile& profile, double bytes) {
   return bytes / (profile.memory_bandwidth_bytes_per_s * efficiency);
 }
 
+// The plateau FP8 GEMMs reach (ABI 1.2), or the bf16 one where the profile has none.
+inline double fp8_gemm_efficiency_max(const pp_hardware_profile& profile) {
+  const bool declared = profile.struct_size >= offsetof(pp_hardware_profile, gemm_efficiency_max_fp8) + sizeof(double);
+  return declared && profile.gemm_efficiency_max_fp8 > 0 ? profile.gemm_efficiency_max_fp8 : profile.gemm_efficiency_max;
+}
+
 inline double default_gemm_time(const pp_hardware_profile& profile, double m, double n, double k, pp_dtype dtype) {
   double flops = 2.0 * m * n * k;
   if (flops <= 0) return 0.0;
-  double maximum = profile.gemm_efficiency_max > 0 ? profile.gemm_efficiency_max : 1.0;
-  double efficiency = maximum * flops / (flops + std::max(0.0, profile.gemm_half_efficiency_flops));
+  const double bf16_maximum = profile.gemm_efficiency_max > 0 ? profile.gemm_efficiency_max : 1.0;
+  double maximum = bf16_maximum, half_flops = std::max(0.0, profile.gemm_half_efficiency_flops);
+  if (dtype == PP_DTYPE_FP8 && fp8_gemm_efficiency_max(profile) > 0 && profile.peak_flops[PP_DTYPE_BF16] > 0) {
+    // The same fixed cost t0 per GEMM: F_half = t0 x peak x maximum scales with FP8's peak and plateau.
+    maximum = fp8_gemm_efficiency_max(profile);
+    half_flops *= peak_flops(profile, dtype) / profile.peak_flops[PP_DTYPE_BF16] * maximum / bf16_maximum;
+  }
+  double efficiency = maximum * flops / (flops + half_flops);
   double compute = flops / (peak_flops(profile, dtype) * efficiency);
   double operands = (m * k + k * n + m * n) * dtype_bytes(dtype);
   return std::max(compute, memory_time(profile, operands));

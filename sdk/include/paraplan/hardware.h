@@ -43,6 +43,9 @@ typedef struct pp_hardware_profile {
   uint32_t tier_count;
   pp_tier tiers[PP_MAX_TIERS];
   double host_link_bandwidth_bytes_per_s; /* GPU <-> CPU memory per GPU per direction (PCIe/C2C) */
+  /* ABI 1.2: gemm_efficiency_max for FP8 GEMMs, which reach a smaller fraction of their peak;
+   * 0 (and every 1.0/1.1 plugin, whose profile ends before this field) = gemm_efficiency_max. */
+  double gemm_efficiency_max_fp8;
 } pp_hardware_profile;
 
 typedef struct pp_hardware_v1 {
