@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "host/core/joined.h"
 #include "host/core/number_format.h"
 #include "host/report/text_report.h"
 
@@ -24,12 +25,6 @@ std::string bytes(double value) { return format_value("bytes", value); }
 double days_to_train(const pp_plan_figures& figures, const SearchReportContext& context) {
   double tokens_per_s = figures.tokens_per_s_per_gpu * static_cast<double>(context.recipe.cluster.num_gpus);
   return tokens_per_s > 0 ? context.train_tokens / tokens_per_s / 86400.0 : 0.0;
-}
-
-std::string joined(const std::vector<std::string>& items, const char* separator) {
-  std::string text;
-  for (const std::string& item : items) text += (text.empty() ? "" : separator) + item;
-  return text;
 }
 
 std::vector<std::pair<std::string, const Rejection*>> by_count(const SearchResult& result) {

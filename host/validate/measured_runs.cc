@@ -9,6 +9,7 @@
 
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
+#include "host/core/joined.h"
 #include "host/validate/csv_records.h"
 
 namespace paraplan::host {
@@ -18,12 +19,6 @@ std::string trimmed(const std::string& text) {
   const size_t begin = text.find_first_not_of(" \t");
   if (begin == std::string::npos) return "";
   return text.substr(begin, text.find_last_not_of(" \t") - begin + 1);
-}
-
-std::string joined(const std::vector<std::string>& items, const char* separator) {
-  std::string text;
-  for (const std::string& item : items) text += (text.empty() ? "" : separator) + item;
-  return text;
 }
 
 // Which field of a record holds each column, from the header.

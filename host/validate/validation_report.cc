@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "host/core/joined.h"
 #include "host/core/number_format.h"
 
 namespace paraplan::host {
@@ -34,12 +35,6 @@ std::vector<std::string> wrapped(const std::string& text, size_t width) {
     start = end + 1;
   }
   return lines;
-}
-
-std::string joined(const std::vector<std::string>& items, const char* separator) {
-  std::string text;
-  for (const std::string& item : items) text += (text.empty() ? "" : separator) + item;
-  return text;
 }
 
 void write_table(std::ostream& out, const ValidationReport& report) {

@@ -60,9 +60,10 @@ inline double default_gemm_time(const pp_hardware_profile& profile, double m, do
   if (flops <= 0) return 0.0;
   const double bf16_maximum = profile.gemm_efficiency_max > 0 ? profile.gemm_efficiency_max : 1.0;
   double maximum = bf16_maximum, half_flops = std::max(0.0, profile.gemm_half_efficiency_flops);
-  if (dtype == PP_DTYPE_FP8 && fp8_gemm_efficiency_max(profile) > 0 && profile.peak_flops[PP_DTYPE_BF16] > 0) {
+  const double fp8_maximum = dtype == PP_DTYPE_FP8 ? fp8_gemm_efficiency_max(profile) : 0.0;
+  if (fp8_maximum > 0 && profile.peak_flops[PP_DTYPE_BF16] > 0) {
     // The same fixed cost t0 per GEMM: F_half = t0 x peak x maximum scales with FP8's peak and plateau.
-    maximum = fp8_gemm_efficiency_max(profile);
+    maximum = fp8_maximum;
     half_flops *= peak_flops(profile, dtype) / profile.peak_flops[PP_DTYPE_BF16] * maximum / bf16_maximum;
   }
   double efficiency = maximum * flops / (flops + half_flops);
