@@ -65,12 +65,16 @@ ResultTree run_executor(const std::string& executor, const Recipe& recipe, const
   instance.invoke([&](pp_error* error) {
     return plugin.metadata->executor->run(instance.handle(), &view, &binding, &sink, error);
   });
-  // Every strategy of the plan gets its communication keys, 0 when it moved nothing (a degree of
-  // 1, or sequence parallelism whose collectives belong to tp), so tools can rely on them.
-  for (const AppliedStrategy& strategy : composed.strategies) {
-    for (const std::string& key : {"comm." + strategy.name + ".bytes_per_gpu_per_step",
-                                  "time.exposed_comm_s." + strategy.name})
+  // Every strategy of the plan gets the per-strategy keys the executor reports, 0 when it moved
+  // nothing (a degree of 1, or sequence parallelism whose collectives belong to tp), so tools can
+  // rely on them. A family the executor does not report stays absent: a 0 there would be a claim.
+  for (const std::string family : {"comm.", "time.exposed_comm_s."}) {
+    if (!results.has_prefix(family)) continue;
+    for (const AppliedStrategy& strategy : composed.strategies) {
+      const std::string key = family == "comm." ? "comm." + strategy.name + ".bytes_per_gpu_per_step"
+                                                : family + strategy.name;
       if (!results.find(key)) results.set(key, 0.0);
+    }
   }
   return results;
 }

@@ -21,6 +21,12 @@ const ResultValue* ResultTree::find(const std::string& key) const {
   return nullptr;
 }
 
+bool ResultTree::has_prefix(const std::string& prefix) const {
+  for (const auto& entry : entries_)
+    if (entry.first.starts_with(prefix)) return true;
+  return false;
+}
+
 nlohmann::ordered_json ResultTree::to_json() const {
   nlohmann::ordered_json root = nlohmann::ordered_json::object();
   for (const auto& [key, value] : entries_) {

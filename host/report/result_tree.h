@@ -21,6 +21,8 @@ class ResultTree {
  public:
   void set(const std::string& key, ResultValue value);
   const ResultValue* find(const std::string& key) const;
+  // True when some key starts with `prefix` ("comm.").
+  bool has_prefix(const std::string& prefix) const;
   const std::vector<std::pair<std::string, ResultValue>>& entries() const { return entries_; }
 
   nlohmann::ordered_json to_json() const;

@@ -68,8 +68,11 @@ class Analytic : public paraplan::Executor {
     const double step_s = steady_s + bubble_s + stages[longest_tail].tail_s();
 
     report_memory(results, stages[fullest], stage_memory[fullest], profile, in_flight(plan.stages()[fullest], pipeline));
-    report_communication(results, stages);
-    report_time(results, pace, stages[longest_tail], micro_batches, bubble_s, step_s, pipeline);
+    // Every strategy that owns an axis gets its keys, 0 when it moves nothing.
+    std::map<std::string, double> owners;
+    for (const pp_mesh_axis& axis : plan.axes()) owners.emplace(axis.owner, 0.0);
+    report_communication(results, stages, owners);
+    report_time(results, pace, stages[longest_tail], micro_batches, bubble_s, step_s, pipeline, owners);
     report_throughput(results, plan, stages, step_s, profile);
   }
 
@@ -98,8 +101,8 @@ class Analytic : public paraplan::Executor {
     results.number("memory.micro_batches_in_flight", in_flight);
   }
 
-  static void report_communication(const paraplan::ResultSink& results, const std::vector<analytic::StageCost>& stages) {
-    std::map<std::string, double> busiest;
+  static void report_communication(const paraplan::ResultSink& results, const std::vector<analytic::StageCost>& stages,
+                                   std::map<std::string, double> busiest) {
     for (const analytic::StageCost& stage : stages)
       for (const auto& [owner, bytes] : stage.bytes_sent_per_step) busiest[owner] = std::max(busiest[owner], bytes);
     for (const auto& [owner, bytes] : busiest) results.number("comm." + owner + ".bytes_per_gpu_per_step", bytes);
@@ -107,11 +110,10 @@ class Analytic : public paraplan::Executor {
 
   static void report_time(const paraplan::ResultSink& results, const analytic::StageCost& pace,
                           const analytic::StageCost& tail, double micro_batches, double bubble_s, double step_s,
-                          const pp_pipeline& pipeline) {
+                          const pp_pipeline& pipeline, std::map<std::string, double> exposed) {
     results.number("time.step_s", step_s);
     results.number("time.compute_s", micro_batches * (pace.forward.compute_s + pace.backward.compute_s));
     results.number("time.bubble_s", bubble_s);
-    std::map<std::string, double> exposed;
     for (const auto& [owner, seconds] : pace.forward.exposed_by_owner()) exposed[owner] += micro_batches * seconds;
     for (const auto& [owner, seconds] : pace.backward.exposed_by_owner()) exposed[owner] += micro_batches * seconds;
     for (const auto& [owner, seconds] : tail.step_backward.exposed_by_owner()) exposed[owner] += seconds;

@@ -102,7 +102,7 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
       communication.push_back(&op);
       continue;
     }
-    add(fixed, op, op.repeat * op_time(plan, hardware, op));
+    add(fixed, op, op.repeat * paraplan::cost::op_time(plan, hardware, op));
   }
   std::vector<StageShape> shapes;
   for (const pp_stage& stage : plan.stages()) {
@@ -125,7 +125,7 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
   for (uint32_t layout = 0; layout < layouts; ++layout) {
     ScopeSums sums = fixed;
     const int64_t* layout_strides = strides.data() + size_t{layout} * axis_count;
-    for (const pp_op* op : communication) add(sums, *op, op->repeat * op_time(plan, hardware, *op, layout_strides));
+    for (const pp_op* op : communication) add(sums, *op, op->repeat * paraplan::cost::op_time(plan, hardware, *op, layout_strides));
     double pace = 0, tail = 0;
     for (const StageShape& shape : shapes) {
       Sums backward = combine(sums, shape, kBackward);

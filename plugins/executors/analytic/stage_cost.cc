@@ -48,38 +48,6 @@ double multiplicity(pp_scope scope, const pp_stage& stage) {
   return 0.0;
 }
 
-double op_time(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_op& op,
-               const int64_t* strides) {
-  const pp_hardware_profile& profile = *hardware.profile;
-  switch (op.kind) {
-    case PP_OP_GEMM: {
-      double count = op.count > 0 ? op.count : 1.0;
-      double forward_flops = 2.0 * op.m * op.n * op.k * count;
-      // A backward op carries both gradient GEMMs: price the forward shape and scale by the work.
-      double scale = forward_flops > 0 ? op.flops / forward_flops : 0.0;
-      return scale * count * paraplan::cost::gemm_time(hardware, op.m, op.n, op.k, op.dtype);
-    }
-    case PP_OP_ATTENTION: {
-      double efficiency = profile.attention_efficiency > 0 ? profile.attention_efficiency : 0.5;
-      return op.flops / (paraplan::cost::peak_flops(profile, op.dtype) * efficiency);
-    }
-    case PP_OP_MEMORY: return paraplan::cost::memory_time(profile, op.bytes);
-    case PP_OP_COLLECTIVE: {
-      const size_t index = static_cast<size_t>(op.axis);
-      const pp_mesh_axis& axis = plan.axes()[index];
-      return paraplan::cost::collective_time(hardware, op.collective, op.bytes, axis.degree,
-                                             strides ? strides[index] : axis.stride);
-    }
-    case PP_OP_SEND_RECV: {
-      const size_t index = static_cast<size_t>(op.axis);
-      return paraplan::cost::default_send_time(profile, op.bytes, strides ? strides[index] : plan.axes()[index].stride);
-    }
-    case PP_OP_HOST_TRANSFER: return paraplan::cost::host_transfer_time(profile, op.bytes);
-  }
-  return 0.0;
-}
-
-
 double PhaseCost::critical_total() const { return sum(critical_comm_s); }
 double PhaseCost::overlappable_total() const { return sum(overlappable_comm_s); }
 
@@ -102,7 +70,7 @@ StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v
   for (const pp_op& op : plan.ops()) {
     double times = multiplicity(op.scope, stage) * op.repeat;
     if (times == 0) continue;
-    double seconds = times * op_time(plan, hardware, op);
+    double seconds = times * paraplan::cost::op_time(plan, hardware, op);
     bool per_step = op.frequency == PP_PER_STEP;
     if (op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV) {
       const pp_mesh_axis& axis = plan.axes()[static_cast<size_t>(op.axis)];

@@ -50,11 +50,6 @@ struct StageCost {
 // How often a scope's ops and items repeat on this stage: per layer held, or once if it has it.
 double multiplicity(pp_scope scope, const pp_stage& stage);
 
-// Seconds for one instance of `op` on one rank. Communication is priced over its axis's degree
-// and stride: `strides` (one per plan axis) when given, else the plan's own.
-double op_time(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_op& op,
-               const int64_t* strides = nullptr);
-
 StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_stage& stage);
 
 }  // namespace analytic

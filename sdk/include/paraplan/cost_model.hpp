@@ -194,6 +194,39 @@ inline double collective_time(const pp_hardware_binding_v1& hardware, pp_collect
   return default_collective_time(*hardware.profile, kind, bytes, group, stride);
 }
 
+// Seconds for one instance of `op` on one rank, by the binding's cost functions: what every
+// executor charges for it. A backward GEMM carries both gradient GEMMs (flops = 2x forward): it
+// is priced at the forward shape and scaled by its work. Communication is priced over its axis's
+// degree and stride: `strides` (one per plan axis) when given, else the plan's own.
+inline double op_time(const PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_op& op,
+                      const int64_t* strides = nullptr) {
+  const pp_hardware_profile& profile = *hardware.profile;
+  switch (op.kind) {
+    case PP_OP_GEMM: {
+      const double count = op.count > 0 ? op.count : 1.0;
+      const double forward_flops = 2.0 * op.m * op.n * op.k * count;
+      const double scale = forward_flops > 0 ? op.flops / forward_flops : 0.0;
+      return scale * count * gemm_time(hardware, op.m, op.n, op.k, op.dtype);
+    }
+    case PP_OP_ATTENTION: {
+      const double efficiency = profile.attention_efficiency > 0 ? profile.attention_efficiency : 0.5;
+      return op.flops / (peak_flops(profile, op.dtype) * efficiency);
+    }
+    case PP_OP_MEMORY: return memory_time(profile, op.bytes);
+    case PP_OP_COLLECTIVE: {
+      const size_t index = static_cast<size_t>(op.axis);
+      const pp_mesh_axis& axis = plan.axes()[index];
+      return collective_time(hardware, op.collective, op.bytes, axis.degree, strides ? strides[index] : axis.stride);
+    }
+    case PP_OP_SEND_RECV: {
+      const size_t index = static_cast<size_t>(op.axis);
+      return default_send_time(profile, op.bytes, strides ? strides[index] : plan.axes()[index].stride);
+    }
+    case PP_OP_HOST_TRANSFER: return host_transfer_time(profile, op.bytes);
+  }
+  return 0.0;
+}
+
 }  // namespace paraplan::cost
 
 #endif  // PARAPLAN_COST_MODEL_HPP

@@ -1,0 +1,46 @@
+// The body of `evaluate` and `simulate` (plan_command.h).
+#include "host/cli/plan_command.h"
+
+#include <iostream>
+
+#include "host/core/errors.h"
+#include "host/plan/composer.h"
+#include "host/plan/execution.h"
+#include "host/plan/hardware_binding.h"
+#include "host/recipe/recipe_overrides.h"
+#include "host/recipe/recipe_reader.h"
+#include "host/report/text_report.h"
+
+namespace paraplan::host {
+
+int report_plan(const std::string& executor, const CommonOptions& common, const std::string& recipe_file,
+                const std::vector<std::string>& overrides) {
+  configure_logging(common);
+  PluginCatalog catalog = scan_plugins(common);
+  RecipeReaderOptions reader_options;
+  reader_options.overrides = overrides;
+  std::unique_ptr<Recipe> recipe;
+  ResultTree results;
+  try {
+    recipe = read_recipe(recipe_file, reader_options);
+    std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, catalog);
+    const LoadedPlugin& executor_plugin = catalog.require(executor, PP_KIND_EXECUTOR);
+    const bool wants_schedule = executor_plugin.metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
+    ComposedPlan composed = compose_plan(*recipe, catalog, gpus_per_node(*recipe, *hardware), wants_schedule);
+    results = run_executor(executor, *recipe, catalog, composed, *hardware);
+  } catch (const InputError& failure) {
+    throw InputError(mention_overrides(failure.what(), overrides));
+  }
+
+  if (common.json)
+    std::cout << results.to_json().dump(2) << "\n";
+  else
+    write_text_report(std::cout, results);
+  const ResultValue* fits = results.find("memory.fits");
+  if (fits && std::holds_alternative<bool>(*fits) && !std::get<bool>(*fits)) {
+    throw PlanError(recipe->file + ": the plan does not fit in GPU memory (see memory.* in the report)");
+  }
+  return kExitOk;
+}
+
+}  // namespace paraplan::host

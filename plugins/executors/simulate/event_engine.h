@@ -1,0 +1,71 @@
+// event_engine.h: the discrete-event simulation of one optimizer step over the simulated ranks.
+//
+// Each rank runs its stage's program (stage_program.h) on a compute stream and one stream per
+// kind of communication. An instruction starts when it heads its stream (streams run in issue
+// order, like CUDA streams), the instructions it depends on have finished and, for a boundary
+// receive, the sender's transfer has arrived. A collective starts when every simulated member of
+// its group has reached it: the slowest member gates the group, and all finish together.
+//
+// Links: a transfer occupies its tier's egress and ingress at each rank it touches (a collective:
+// both directions at every member; a send: the sender's egress, the receiver's ingress).
+// Transfers that share one of those run at the rate of their most shared port: two at once on a
+// rank's network port each take twice as long while they overlap (processor sharing).
+//
+// Ranks are slowed on purpose by two options: a straggler (one rank's compute `slowdown` times
+// slower) and expert imbalance (in every MoE layer and micro-batch one rank of each expert
+// group, rotating, receives 1 + x times the mean routed tokens and the others proportionally
+// fewer; with one rank per stage the representative is priced as the busiest, whom the
+// collectives after the experts wait for).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "rank_mesh.h"
+#include "stage_program.h"
+
+namespace simulate {
+
+struct EngineOptions {
+  bool record_timeline = false;  // keep every instruction's start and finish, and memory samples
+  double expert_imbalance = 0;
+  int64_t straggler_rank = -1;   // global rank, -1 = none
+  double straggler_slowdown = 1;
+};
+
+// What one simulated rank did.
+struct RankRecord {
+  std::vector<double> start, finish;      // per instruction (start only with record_timeline)
+  std::vector<double> busy_s;             // per stream: time it ran something
+  double own_work_s = 0;                  // compute and critical communication inside schedule steps
+  double pipeline_end_s = 0;              // when its last schedule step ended
+  double activation_bytes = 0, peak_activation_bytes = 0;
+  std::vector<std::pair<double, double>> memory;  // (time, bytes in use) after each change, with record_timeline
+};
+
+class EventEngine {
+ public:
+  EventEngine(const ProgramSet& programs, const RankMesh& mesh, const pp_hardware_profile& profile,
+              const EngineOptions& options);
+  ~EventEngine();
+  EventEngine(const EventEngine&) = delete;
+  EventEngine& operator=(const EventEngine&) = delete;
+
+  // Runs the step to its end; throws paraplan::Error when some rank can never proceed.
+  void run();
+
+  double step_s() const { return step_s_; }
+  uint64_t events() const { return events_; }
+  const RankRecord& record(int32_t rank) const { return records_[static_cast<size_t>(rank)]; }
+  const StageProgram& program(int32_t rank) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+  std::vector<RankRecord> records_;
+  double step_s_ = 0;
+  uint64_t events_ = 0;
+};
+
+}  // namespace simulate

@@ -1,0 +1,612 @@
+#include "stage_program.h"
+
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+
+#include "paraplan/cost_model.hpp"
+
+namespace simulate {
+namespace {
+
+constexpr int kScopes = 4;  // PP_SCOPE_EMBEDDING .. PP_SCOPE_STEP, index scope - 1
+
+bool communicates(const pp_op& op) {
+  return op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV || op.kind == PP_OP_HOST_TRANSFER;
+}
+
+// Canonical expert op names (plan.h): their time follows the rank's share of routed tokens.
+bool is_expert(std::string_view name) {
+  return name == "expert_up" || name == "expert_gate" || name == "expert_act" || name == "expert_down" ||
+         name == "fp8_cast_expert";
+}
+
+bool gathers_parameters(const pp_op& op) { return communicates(op) && std::string_view(op.name).starts_with("param_"); }
+bool reduces_gradients(const pp_op& op) { return communicates(op) && std::string_view(op.name).starts_with("grad_"); }
+
+const char* transfer_word(const pp_op& op) {
+  if (op.kind == PP_OP_SEND_RECV) return "send-recv";
+  if (op.kind == PP_OP_HOST_TRANSFER) return "host copy";
+  switch (op.collective) {
+    case PP_COLLECTIVE_ALL_REDUCE: return "all-reduce";
+    case PP_COLLECTIVE_ALL_GATHER: return "all-gather";
+    case PP_COLLECTIVE_REDUCE_SCATTER: return "reduce-scatter";
+    case PP_COLLECTIVE_ALL_TO_ALL: return "all-to-all";
+    case PP_COLLECTIVE_BROADCAST: return "broadcast";
+    default: return "collective";
+  }
+}
+
+// Which half of a backward pass a step runs (zero-bubble splits them).
+enum class Part { kForward, kBackward, kInputGradient, kWeightGradient };
+
+const char* part_word(Part part) {
+  switch (part) {
+    case Part::kForward: return "fwd";
+    case Part::kBackward: return "bwd";
+    case Part::kInputGradient: return "bwd-input";
+    case Part::kWeightGradient: return "bwd-weight";
+  }
+  return "";
+}
+
+// One block of a step: a scope (and layer) run in one phase for one micro-batch.
+struct Block {
+  int32_t step;
+  pp_scope scope;
+  int64_t layer;  // global layer index for LAYER blocks
+  Part part;
+  int64_t micro_batch;
+  bool last_backward;  // the stage's last backward (or weight-gradient) pass over this chunk
+};
+
+// The plan's ops sorted by where the program runs them, each with its price.
+struct OpTable {
+  std::vector<double> seconds;  // per plan op: one instance times repeat
+  std::vector<double> one;      // per plan op: one instance
+  std::vector<uint32_t> per_micro_batch[kScopes][3];  // [scope][forward, backward, recompute]
+  std::vector<uint32_t> per_step[kScopes];            // frequency PER_STEP, phases other than STEP
+  std::vector<uint32_t> tail;                         // phase STEP
+  std::vector<uint32_t> boundary[2];                  // STEP scope, per micro-batch: [forward, backward]
+};
+
+int phase_slot(pp_phase phase) {
+  switch (phase) {
+    case PP_PHASE_FORWARD: return 0;
+    case PP_PHASE_RECOMPUTE: return 2;
+    default: return 1;
+  }
+}
+
+OpTable sort_ops(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware) {
+  OpTable table;
+  const auto ops = plan.ops();
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    const pp_op& op = ops[i];
+    const double one = paraplan::cost::op_time(plan, hardware, op);
+    table.one.push_back(one);
+    table.seconds.push_back(one * std::max<uint32_t>(op.repeat, 1));
+    const size_t scope = static_cast<size_t>(op.scope - 1);
+    if (op.phase == PP_PHASE_STEP)
+      table.tail.push_back(i);
+    else if (op.frequency == PP_PER_STEP)
+      table.per_step[scope].push_back(i);
+    else if (op.scope == PP_SCOPE_STEP)
+      table.boundary[op.phase == PP_PHASE_FORWARD ? 0 : 1].push_back(i);
+    else
+      table.per_micro_batch[scope][phase_slot(op.phase)].push_back(i);
+  }
+  return table;
+}
+
+// Layers of each chunk of each stage: the stage's layers split evenly, the first chunks taking
+// the remainder (the plan gives only the stage's total).
+std::vector<std::vector<int64_t>> chunk_layers(const paraplan::PlanView& plan, int64_t chunks) {
+  std::vector<std::vector<int64_t>> layers;
+  for (const pp_stage& stage : plan.stages()) {
+    std::vector<int64_t> split;
+    for (int64_t chunk = 0; chunk < chunks; ++chunk)
+      split.push_back(stage.layers / chunks + (chunk < stage.layers % chunks ? 1 : 0));
+    layers.push_back(split);
+  }
+  return layers;
+}
+
+// Steps of every stage; a plan without a pipeline runs its micro-batches one after the other.
+std::vector<std::vector<pp_schedule_step>> steps_by_stage(const paraplan::PlanView& plan) {
+  std::vector<std::vector<pp_schedule_step>> steps(plan.stages().size());
+  if (plan.steps().empty()) {
+    if (plan.stages().size() > 1)
+      throw paraplan::Error(PP_ERROR_UNSUPPORTED,
+                            "the plan has " + std::to_string(plan.stages().size()) +
+                                " pipeline stages but lists no schedule steps to simulate");
+    for (int32_t micro_batch = 0; micro_batch < plan.pipeline().micro_batches; ++micro_batch) {
+      steps[0].push_back({sizeof(pp_schedule_step), 0, micro_batch, 0, PP_PHASE_FORWARD});
+      steps[0].push_back({sizeof(pp_schedule_step), 0, micro_batch, 0, PP_PHASE_BACKWARD});
+    }
+    return steps;
+  }
+  for (const pp_schedule_step& step : plan.steps()) {
+    if (step.stage < 0 || static_cast<size_t>(step.stage) >= steps.size())
+      throw paraplan::Error(PP_ERROR_INVALID_ARGUMENT, "a schedule step names stage " + std::to_string(step.stage) +
+                                                           " of a " + std::to_string(steps.size()) + "-stage plan");
+    steps[static_cast<size_t>(step.stage)].push_back(step);
+  }
+  return steps;
+}
+
+class StageBuilder {
+ public:
+  struct Context {
+    const paraplan::PlanView& plan;
+    const pp_hardware_profile& profile;
+    const OpTable& ops;
+    const ProgramSet& set;
+    const std::vector<std::vector<int64_t>>& chunk_layers;
+    const std::vector<std::vector<int64_t>>& first_layer;  // global index of each chunk's first layer
+    bool zero_bubble;
+  };
+
+  StageBuilder(const Context& context, int64_t stage) : c_(context), stage_(stage) {}
+
+  StageProgram build(const std::vector<pp_schedule_step>& steps, double overhead_bytes) {
+    size_memory(overhead_bytes);
+    plan_blocks(steps);
+    last_on_stream_.assign(c_.set.streams.size(), -1);
+    size_t next_block = 0;
+    emit_prefetch(0);
+    for (size_t k = 0; k < steps.size(); ++k) {
+      const pp_schedule_step& step = steps[k];
+      const int32_t index = static_cast<int32_t>(k);
+      const Part part = part_of(step.phase);
+      const bool forward = part == Part::kForward;
+      const int64_t virtual_stage = step.chunk * pipeline_stages() + stage_;
+      const bool upstream = forward ? virtual_stage > 0 : virtual_stage + 1 < pipeline_stages() * chunks();
+      const bool downstream = forward ? virtual_stage + 1 < pipeline_stages() * chunks() : virtual_stage > 0;
+      const bool boundary = part == Part::kForward || part == Part::kBackward || part == Part::kInputGradient;
+      program_.step_labels.push_back(std::string(part_word(part)) + " mb" + std::to_string(step.micro_batch) +
+                                     " chunk" + std::to_string(step.chunk));
+
+      Instruction begin = marker(index);
+      if (boundary && upstream && pipeline_stages() > 1) begin.receive = message_slot(forward, step.micro_batch, step.chunk);
+      on_path(begin, /*is_work=*/false);
+      if (boundary && upstream) {
+        for (uint32_t op : c_.ops.boundary[forward ? 0 : 1]) {
+          const pp_op& received = c_.plan.ops()[op];
+          if (received.kind == PP_OP_SEND_RECV) continue;
+          communicate(received, c_.ops.one[op], index, label_of(received, "mb" + std::to_string(step.micro_batch)), false);
+        }
+      }
+      if (forward) memory(index, chunk_activation_bytes(step.chunk));
+      while (next_block < blocks_.size() && blocks_[next_block].step == index) {
+        emit_prefetch(next_block + 1);
+        emit_block(next_block);
+        ++next_block;
+      }
+      if (boundary && downstream && pipeline_stages() > 1) send(step, index, forward);
+      if (part == Part::kWeightGradient || (part == Part::kBackward && !c_.zero_bubble))
+        memory(index, -chunk_activation_bytes(step.chunk));
+      Instruction end = marker(index);
+      end.step_end = true;
+      on_path(end, /*is_work=*/false);
+    }
+    emit_tail();
+    return std::move(program_);
+  }
+
+ private:
+  int64_t pipeline_stages() const { return static_cast<int64_t>(c_.plan.stages().size()); }
+  int64_t chunks() const { return c_.set.virtual_stages; }
+  const pp_stage& stage() const { return c_.plan.stages()[static_cast<size_t>(stage_)]; }
+  bool holds(pp_scope scope, int64_t chunk) const {
+    if (scope == PP_SCOPE_EMBEDDING) return stage().has_embedding && chunk == 0;
+    if (scope == PP_SCOPE_HEAD) return stage().has_head && chunk == chunks() - 1;
+    return true;
+  }
+
+  Part part_of(pp_phase phase) const {
+    if (phase == PP_PHASE_FORWARD) return Part::kForward;
+    if (phase == PP_PHASE_WEIGHT_GRADIENT) return Part::kWeightGradient;
+    return c_.zero_bubble ? Part::kInputGradient : Part::kBackward;
+  }
+
+  void size_memory(double overhead_bytes) {
+    program_.static_bytes = overhead_bytes;
+    for (const pp_memory_item& item : c_.plan.memory()) {
+      const double times = item.scope == PP_SCOPE_LAYER      ? static_cast<double>(stage().layers)
+                           : item.scope == PP_SCOPE_EMBEDDING ? (stage().has_embedding ? 1.0 : 0.0)
+                           : item.scope == PP_SCOPE_HEAD      ? (stage().has_head ? 1.0 : 0.0)
+                                                              : 1.0;
+      if (item.kind == PP_MEMORY_ACTIVATIONS) {
+        activations_[item.scope - 1] += item.bytes;
+        program_.activation_bytes_per_micro_batch += times * item.bytes;
+      } else {
+        program_.static_bytes += times * item.bytes;
+      }
+    }
+  }
+
+  double chunk_activation_bytes(int64_t chunk) const {
+    double bytes = static_cast<double>(c_.chunk_layers[static_cast<size_t>(stage_)][static_cast<size_t>(chunk)]) *
+                       activations_[PP_SCOPE_LAYER - 1] +
+                   activations_[PP_SCOPE_STEP - 1] / static_cast<double>(chunks());
+    if (holds(PP_SCOPE_EMBEDDING, chunk)) bytes += activations_[PP_SCOPE_EMBEDDING - 1];
+    if (holds(PP_SCOPE_HEAD, chunk)) bytes += activations_[PP_SCOPE_HEAD - 1];
+    return bytes;
+  }
+
+  // Every block of every step, in execution order, so a block can prefetch the next one's parameters.
+  void plan_blocks(const std::vector<pp_schedule_step>& steps) {
+    const pp_phase final_backward = c_.zero_bubble ? PP_PHASE_WEIGHT_GRADIENT : PP_PHASE_BACKWARD;
+    std::vector<int32_t> last_backward(static_cast<size_t>(chunks()), -1);
+    for (size_t k = 0; k < steps.size(); ++k)
+      if (steps[k].phase == final_backward) last_backward[static_cast<size_t>(steps[k].chunk)] = static_cast<int32_t>(k);
+    for (size_t k = 0; k < steps.size(); ++k) {
+      const pp_schedule_step& step = steps[k];
+      const Part part = part_of(step.phase);
+      const int32_t index = static_cast<int32_t>(k);
+      const bool last = last_backward[static_cast<size_t>(step.chunk)] == index;
+      const int64_t first = c_.first_layer[static_cast<size_t>(stage_)][static_cast<size_t>(step.chunk)];
+      const int64_t count = c_.chunk_layers[static_cast<size_t>(stage_)][static_cast<size_t>(step.chunk)];
+      std::vector<Block> order;
+      if (holds(PP_SCOPE_EMBEDDING, step.chunk)) order.push_back({index, PP_SCOPE_EMBEDDING, -1, part, step.micro_batch, last});
+      for (int64_t layer = first; layer < first + count; ++layer)
+        order.push_back({index, PP_SCOPE_LAYER, layer, part, step.micro_batch, last});
+      if (holds(PP_SCOPE_HEAD, step.chunk)) order.push_back({index, PP_SCOPE_HEAD, -1, part, step.micro_batch, last});
+      if (part != Part::kForward) std::reverse(order.begin(), order.end());
+      blocks_.insert(blocks_.end(), order.begin(), order.end());
+    }
+  }
+
+  // The ops a block runs in its phase, in execution order.
+  std::vector<uint32_t> block_ops(const Block& block) const {
+    const size_t scope = static_cast<size_t>(block.scope - 1);
+    if (block.part == Part::kForward) return c_.ops.per_micro_batch[scope][0];
+    std::vector<uint32_t> ops;
+    if (block.part != Part::kWeightGradient) ops = c_.ops.per_micro_batch[scope][2];  // recompute first
+    const std::vector<uint32_t>& backward = c_.ops.per_micro_batch[scope][1];
+    ops.insert(ops.end(), backward.rbegin(), backward.rend());
+    return ops;
+  }
+
+  std::string block_name(const Block& block) const {
+    if (block.scope == PP_SCOPE_LAYER) return "layer " + std::to_string(block.layer);
+    return block.scope == PP_SCOPE_EMBEDDING ? "embedding" : "head";
+  }
+
+  // What share of an op's priced time a step runs: the input-gradient and weight-gradient steps
+  // of a zero-bubble schedule each run half of a backward GEMM (the same flops, Qi et al. 2023).
+  double share(const pp_op& op, Part part) const {
+    const bool split_gemm = op.kind == PP_OP_GEMM && op.phase == PP_PHASE_BACKWARD;
+    if (part == Part::kWeightGradient) return split_gemm ? 0.5 : (reduces_gradients(op) ? 1.0 : 0.0);
+    if (part == Part::kInputGradient) {
+      if (reduces_gradients(op)) return 0.0;
+      return split_gemm ? 0.5 : 1.0;
+    }
+    return 1.0;
+  }
+
+  void emit_prefetch(size_t block_index) {
+    if (block_index >= blocks_.size()) return;
+    const Block& block = blocks_[block_index];
+    if (block.part == Part::kWeightGradient) return;
+    for (uint32_t op : block_ops(block)) {
+      const pp_op& gather = c_.plan.ops()[op];
+      if (!gathers_parameters(gather) || gather.overlap != PP_OVERLAP_COMPUTE) continue;
+      const int32_t at = communicate(gather, c_.ops.seconds[op], block.step, label_of(gather, block_name(block)),
+                                     /*overlapped=*/true);
+      prefetched_[block_index].push_back(at);
+    }
+  }
+
+  void emit_block(size_t block_index) {
+    const Block& block = blocks_[block_index];
+    const std::vector<uint32_t> ops = block_ops(block);
+    const std::string name = block_name(block);
+    std::vector<int32_t> joins;
+    auto found = prefetched_.find(block_index);
+    if (found != prefetched_.end()) {
+      pending_.insert(pending_.end(), found->second.begin(), found->second.end());
+      prefetched_.erase(found);
+    }
+    // Critical parameter gathers before anything else.
+    for (uint32_t op : ops) {
+      const pp_op& gather = c_.plan.ops()[op];
+      if (gathers_parameters(gather) && gather.overlap != PP_OVERLAP_COMPUTE && block.part != Part::kWeightGradient)
+        communicate(gather, c_.ops.seconds[op], block.step, label_of(gather, name), false);
+    }
+    Segment segment;
+    for (uint32_t op_index : ops) {
+      const pp_op& op = c_.plan.ops()[op_index];
+      const double seconds = c_.ops.seconds[op_index] * share(op, block.part);
+      if (!communicates(op)) {
+        if (seconds <= 0) continue;
+        const bool expert = is_expert(op.name), recompute = op.phase == PP_PHASE_RECOMPUTE;
+        if (segment.seconds > 0 && (segment.expert != expert || segment.recompute != recompute)) flush(segment, block);
+        segment.add(op, seconds, expert, recompute);
+        continue;
+      }
+      if (gathers_parameters(op) || reduces_gradients(op) || seconds <= 0) continue;
+      flush(segment, block);
+      const int32_t at = communicate(op, seconds, block.step, label_of(op, name), op.overlap == PP_OVERLAP_COMPUTE);
+      if (op.overlap == PP_OVERLAP_COMPUTE) joins.push_back(at);
+    }
+    flush(segment, block);
+    pending_.insert(pending_.end(), joins.begin(), joins.end());
+    // Weight-gradient reductions once the block's gradients exist.
+    for (uint32_t op_index : ops) {
+      const pp_op& op = c_.plan.ops()[op_index];
+      const double seconds = c_.ops.seconds[op_index] * share(op, block.part);
+      if (reduces_gradients(op) && seconds > 0)
+        communicate(op, seconds, block.step, label_of(op, name), op.overlap == PP_OVERLAP_COMPUTE, /*reduce=*/true);
+    }
+    // Per-step gradient reductions of this block, after the stage's last backward pass over it.
+    if (block.last_backward && block.part != Part::kInputGradient) {
+      for (uint32_t op_index : c_.ops.per_step[static_cast<size_t>(block.scope - 1)]) {
+        const pp_op& op = c_.plan.ops()[op_index];
+        if (op.overlap == PP_OVERLAP_COMPUTE)
+          communicate(op, c_.ops.seconds[op_index], block.step, label_of(op, name + " (per step)"), true,
+                      /*reduce=*/reduces_gradients(op));
+      }
+    }
+  }
+
+  // Consecutive compute ops merged into one instruction.
+  struct Segment {
+    double seconds = 0;
+    bool expert = false, recompute = false;
+    std::string first, last;
+    void add(const pp_op& op, double more, bool is_expert_op, bool is_recompute) {
+      if (first.empty()) first = op.name, expert = is_expert_op, recompute = is_recompute;
+      last = op.name;
+      seconds += more;
+    }
+  };
+
+  void flush(Segment& segment, const Block& block) {
+    if (segment.seconds <= 0) return;
+    Instruction compute;
+    compute.kind = Work::kCompute;
+    compute.seconds = segment.seconds;
+    compute.step = block.step;
+    std::string phase = segment.recompute ? "recompute" : part_word(block.part);
+    std::string ops = segment.first == segment.last ? segment.first : segment.first + ".." + segment.last;
+    compute.label = intern(phase + " " + block_name(block) + ": " + ops);
+    if (segment.expert)
+      compute.expert_slot = static_cast<int32_t>(block.micro_batch * (c_.plan.model().layers + 1) + block.layer + 1);
+    on_path(compute, /*is_work=*/true);
+    segment = Segment{};
+  }
+
+  // A transfer on its axis's stream. Critical ones sit on the rank's path (the next compute
+  // waits); overlapped ones start when the path reaches them and are joined by the caller.
+  int32_t communicate(const pp_op& op, double seconds, int32_t step, const std::string& label, bool overlapped,
+                      bool reduce = false) {
+    Instruction transfer;
+    transfer.seconds = seconds;
+    transfer.step = step;
+    transfer.label = intern(label);
+    if (op.kind == PP_OP_HOST_TRANSFER) {
+      transfer.kind = Work::kCompute;  // a copy engine: no group, no mesh link
+      transfer.stream = static_cast<int16_t>(c_.set.streams.size() - 1);
+    } else {
+      transfer.kind = Work::kCollective;
+      transfer.axis = static_cast<int16_t>(op.axis);
+      transfer.stream = static_cast<int16_t>(1 + 2 * op.axis + (reduce ? 1 : 0));
+      const pp_mesh_axis& axis = c_.plan.axes()[static_cast<size_t>(op.axis)];
+      transfer.tier = static_cast<uint8_t>(paraplan::cost::tier_for_span(
+          c_.profile, op.kind == PP_OP_SEND_RECV ? axis.stride + 1 : axis.stride * axis.degree));
+    }
+    if (!overlapped) return on_path(transfer, /*is_work=*/true);
+    return add(transfer, {last_on_path_});
+  }
+
+  void send(const pp_schedule_step& step, int32_t index, bool forward) {
+    const int64_t p = pipeline_stages();
+    int64_t peer = forward ? stage_ + 1 : stage_ - 1, chunk = step.chunk;
+    if (peer == p) peer = 0, ++chunk;
+    if (peer < 0) peer = p - 1, --chunk;
+    const std::vector<uint32_t>& ops = c_.ops.boundary[forward ? 0 : 1];
+    uint32_t last_send = static_cast<uint32_t>(ops.size());
+    for (uint32_t i = 0; i < ops.size(); ++i)
+      if (c_.plan.ops()[ops[i]].kind == PP_OP_SEND_RECV) last_send = i;
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      const pp_op& op = c_.plan.ops()[ops[i]];
+      if (op.kind != PP_OP_SEND_RECV) continue;
+      Instruction transfer;
+      transfer.kind = Work::kSend;
+      transfer.seconds = c_.ops.one[ops[i]];
+      transfer.step = index;
+      transfer.axis = static_cast<int16_t>(op.axis);
+      transfer.stream = static_cast<int16_t>(1 + 2 * op.axis);
+      const pp_mesh_axis& axis = c_.plan.axes()[static_cast<size_t>(op.axis)];
+      transfer.tier = static_cast<uint8_t>(paraplan::cost::tier_for_span(c_.profile, axis.stride + 1));
+      transfer.peer_stage = static_cast<int32_t>(peer);
+      if (i == last_send) transfer.message = message_slot(forward, step.micro_batch, chunk);
+      transfer.label = intern(std::string(op.name) + " mb" + std::to_string(step.micro_batch) + " chunk" +
+                              std::to_string(step.chunk) + " to stage " + std::to_string(peer));
+      if (op.overlap == PP_OVERLAP_COMPUTE)
+        add(transfer, {last_on_path_});
+      else
+        on_path(transfer, /*is_work=*/true);
+    }
+  }
+
+  int32_t message_slot(bool forward, int64_t micro_batch, int64_t chunk) const {
+    return static_cast<int32_t>(((forward ? 0 : 1) * c_.set.micro_batches + micro_batch) * chunks() + chunk);
+  }
+
+  // After the last step: every stream drained, then the per-step ops no block drained, then phase STEP.
+  void emit_tail() {
+    Instruction barrier = marker(-1);
+    std::vector<int32_t> everything;
+    for (int32_t last : last_on_stream_)
+      if (last >= 0) everything.push_back(last);
+    everything.insert(everything.end(), pending_.begin(), pending_.end());
+    pending_.clear();
+    last_on_path_ = add(barrier, everything);
+    for (pp_scope scope : {PP_SCOPE_HEAD, PP_SCOPE_LAYER, PP_SCOPE_EMBEDDING, PP_SCOPE_STEP}) {
+      for (uint32_t op_index : c_.ops.per_step[static_cast<size_t>(scope - 1)]) {
+        // Scope STEP has no block to drain behind: its per-step ops all run here.
+        const pp_op& op = c_.plan.ops()[op_index];
+        if (!communicates(op) || op.overlap != PP_OVERLAP_COMPUTE || scope == PP_SCOPE_STEP) tail_op(op_index);
+      }
+    }
+    for (uint32_t op_index : c_.ops.tail) tail_op(op_index);
+  }
+
+  // One op of the tail, all its repetitions on this stage at once.
+  void tail_op(uint32_t op_index) {
+    const pp_op& op = c_.plan.ops()[op_index];
+    const double seconds = multiplicity(op.scope) * c_.ops.seconds[op_index];
+    if (seconds <= 0) return;
+    if (communicates(op)) {
+      communicate(op, seconds, -1, label_of(op, scope_name(op.scope)), false, reduces_gradients(op));
+      return;
+    }
+    Instruction compute;
+    compute.seconds = seconds;
+    compute.label = intern(std::string(op.name) + " (" + scope_name(op.scope) + ")");
+    on_path(compute, /*is_work=*/true);
+  }
+
+  double multiplicity(pp_scope scope) const {
+    switch (scope) {
+      case PP_SCOPE_LAYER: return static_cast<double>(stage().layers);
+      case PP_SCOPE_EMBEDDING: return stage().has_embedding ? 1.0 : 0.0;
+      case PP_SCOPE_HEAD: return stage().has_head ? 1.0 : 0.0;
+      default: return 1.0;
+    }
+  }
+
+  std::string scope_name(pp_scope scope) const {
+    switch (scope) {
+      case PP_SCOPE_LAYER: return std::to_string(stage().layers) + " layers";
+      case PP_SCOPE_EMBEDDING: return "embedding";
+      case PP_SCOPE_HEAD: return "head";
+      default: return "step";
+    }
+  }
+
+  std::string label_of(const pp_op& op, const std::string& where) const {
+    return std::string(transfer_word(op)) + " " + op.owner + " " + where + " (" + op.name + ")";
+  }
+
+  Instruction marker(int32_t step) const {
+    Instruction mark;
+    mark.kind = Work::kMarker;
+    mark.step = step;
+    return mark;
+  }
+
+  void memory(int32_t step, double bytes) {
+    Instruction change = marker(step);
+    change.kind = Work::kMemory;
+    change.bytes = bytes;
+    on_path(change, /*is_work=*/false);
+  }
+
+  // Appends an instruction on the rank's path: after the previous one and whatever was joined.
+  int32_t on_path(Instruction instruction, bool is_work) {
+    instruction.own_work = is_work && instruction.step >= 0;
+    std::vector<int32_t> deps = std::move(pending_);
+    pending_.clear();
+    if (last_on_path_ >= 0) deps.push_back(last_on_path_);
+    last_on_path_ = add(instruction, deps);
+    return last_on_path_;
+  }
+
+  int32_t add(Instruction instruction, const std::vector<int32_t>& deps) {
+    instruction.deps_begin = static_cast<uint32_t>(program_.dependencies.size());
+    for (int32_t dep : deps)
+      if (dep >= 0) program_.dependencies.push_back(dep);
+    instruction.deps_count = static_cast<uint32_t>(program_.dependencies.size()) - instruction.deps_begin;
+    const int32_t index = static_cast<int32_t>(program_.instructions.size());
+    program_.instructions.push_back(instruction);
+    last_on_stream_[static_cast<size_t>(instruction.stream)] = index;
+    return index;
+  }
+
+  int32_t intern(const std::string& label) {
+    auto [found, inserted] = label_index_.emplace(label, static_cast<int32_t>(program_.labels.size()));
+    if (inserted) program_.labels.push_back(label);
+    return found->second;
+  }
+
+  const Context& c_;
+  int64_t stage_;
+  StageProgram program_;
+  std::vector<Block> blocks_;
+  double activations_[kScopes] = {};
+  int32_t last_on_path_ = -1;
+  std::vector<int32_t> pending_;  // overlapped transfers the next instruction on the path waits for
+  std::vector<int32_t> last_on_stream_;
+  std::unordered_map<size_t, std::vector<int32_t>> prefetched_;  // block -> its prefetched gathers
+  std::unordered_map<std::string, int32_t> label_index_;
+};
+
+void link_streams(StageProgram& program, size_t streams) {
+  program.next_on_stream.assign(program.instructions.size(), -1);
+  program.first_on_stream.assign(streams, -1);
+  std::vector<int32_t> last(streams, -1);
+  for (size_t i = 0; i < program.instructions.size(); ++i) {
+    const size_t stream = static_cast<size_t>(program.instructions[i].stream);
+    if (last[stream] < 0)
+      program.first_on_stream[stream] = static_cast<int32_t>(i);
+    else
+      program.next_on_stream[static_cast<size_t>(last[stream])] = static_cast<int32_t>(i);
+    last[stream] = static_cast<int32_t>(i);
+  }
+}
+
+}  // namespace
+
+ProgramSet build_programs(const paraplan::PlanView& plan, const pp_hardware_binding_v1& given, double overhead_bytes) {
+  const pp_hardware_profile profile = paraplan::cost::fit_to_cluster(*given.profile, plan.cluster());
+  pp_hardware_binding_v1 hardware = given;
+  hardware.profile = &profile;
+
+  ProgramSet set;
+  set.streams.push_back("compute");
+  for (const pp_mesh_axis& axis : plan.axes()) {
+    set.streams.push_back(axis.name);
+    set.streams.push_back(std::string(axis.name) + " reduce");
+  }
+  set.streams.push_back("host");
+  set.micro_batches = std::max<int64_t>(plan.pipeline().micro_batches, 1);
+  set.virtual_stages = std::max<int64_t>(plan.pipeline().virtual_stages, 1);
+  set.message_slots = static_cast<int32_t>(2 * set.micro_batches * set.virtual_stages);
+  const auto ops = plan.ops();
+  for (const pp_op& op : ops)
+    if (op.kind == PP_OP_SEND_RECV && op.scope == PP_SCOPE_STEP && set.pipeline_axis < 0) set.pipeline_axis = op.axis;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (std::string_view(ops[i].name) != "expert_up") continue;
+    for (size_t j = i; j-- > 0 && ops[j].kind == PP_OP_COLLECTIVE;) set.expert_axis = ops[j].axis;
+    break;
+  }
+  if (plan.stages().size() > 1 && set.pipeline_axis < 0)
+    throw paraplan::Error(PP_ERROR_UNSUPPORTED, "the plan has " + std::to_string(plan.stages().size()) +
+                                                    " pipeline stages but no point-to-point op says which axis links them");
+
+  const OpTable table = sort_ops(plan, hardware);
+  const std::vector<std::vector<int64_t>> layers = chunk_layers(plan, set.virtual_stages);
+  const int64_t p = static_cast<int64_t>(plan.stages().size());
+  std::vector<std::vector<int64_t>> first_layer(layers.size(), std::vector<int64_t>(layers[0].size()));
+  int64_t next = 0;
+  for (int64_t virtual_stage = 0; virtual_stage < p * set.virtual_stages; ++virtual_stage) {
+    const size_t stage = static_cast<size_t>(virtual_stage % p), chunk = static_cast<size_t>(virtual_stage / p);
+    first_layer[stage][chunk] = next;
+    next += layers[stage][chunk];
+  }
+  const StageBuilder::Context context{plan, profile, table, set, layers, first_layer,
+                                      plan.pipeline().schedule == PP_SCHEDULE_ZERO_BUBBLE};
+  const std::vector<std::vector<pp_schedule_step>> steps = steps_by_stage(plan);
+  for (int64_t stage = 0; stage < p; ++stage) {
+    StageProgram program = StageBuilder(context, stage).build(steps[static_cast<size_t>(stage)], overhead_bytes);
+    link_streams(program, set.streams.size());
+    set.stages.push_back(std::move(program));
+  }
+  return set;
+}
+
+}  // namespace simulate

@@ -1,0 +1,96 @@
+// stage_program.h: what one rank of a pipeline stage runs in one optimizer step, instruction by
+// instruction, in the order it issues them: the simulator's input (event_engine.h).
+//
+// Every rank of a stage runs the same program; the plan describes one rank per stage. The
+// program walks the pipeline schedule's steps for the stage (pp_schedule_step, in order) and, in
+// each step, the blocks of the model chunk it runs (embedding, each layer, head; reversed for
+// backward passes). A block's ops come from the plan, one scope and phase at a time:
+//
+//   compute ops       in the plan's list order (backward: reversed), consecutive ones merged into
+//                     one instruction on the compute stream (expert ops apart: their time varies
+//                     by rank under expert_imbalance)
+//   param_* ops       gather parameters: issued on their axis's stream one block ahead (prefetch)
+//                     when overlappable, else right before the block; the block's compute waits
+//   grad_* ops        reduce weight gradients: issued after the block's compute on the axis's
+//                     own reduction stream; when overlappable nothing waits for them but the
+//                     optimizer (drain), else the next compute does
+//   other communication, critical (PP_OVERLAP_NONE): in list position, the compute stream waits
+//                     overlappable: starts with the block, the next block waits for it
+//   per-step ops      (frequency PP_PER_STEP) after the stage's last backward of the chunk that
+//                     holds the block (drains), or in the tail when critical
+//   STEP-scope ops    of the forward or backward phase are the pipeline's boundary transfers:
+//                     point-to-point sends after the step's compute to the next (previous) virtual
+//                     stage, other ops (a gather of what arrived) on the receiver before its compute
+//   phase STEP ops    the tail, after every stream has drained: the optimizer update, then
+//                     communication of the updated parameters
+//
+// Zero-bubble schedules split each backward pass: the input-gradient step (BACKWARD) runs every
+// op of the backward phase but half of each GEMM's work, the weight-gradient step
+// (WEIGHT_GRADIENT) the other half and the block's grad_* reductions.
+//
+// Memory: a forward step allocates its chunk's activations (the stage's per-layer items times
+// the chunk's layers, plus the embedding's or head's when the chunk holds them), the chunk's
+// last backward step (weight-gradient step under zero-bubble) frees them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "paraplan/hardware.h"
+#include "paraplan/sdk.hpp"
+
+namespace simulate {
+
+enum class Work : uint8_t {
+  kCompute,     // on the compute stream for `seconds`
+  kCollective,  // over `axis`: starts when every simulated member of the group has reached it
+  kSend,        // to the rank `peer_stage` of the pipeline axis; delivers `message` there
+  kMemory,      // no time: `bytes` of activations allocated (> 0) or released (< 0)
+  kMarker       // no time: a step's begin or end, or the barrier before the tail
+};
+
+struct Instruction {
+  double seconds = 0;  // alone on its links, at full speed
+  double bytes = 0;    // kMemory only
+  uint32_t deps_begin = 0;  // instructions of the same rank that must finish first:
+  uint32_t deps_count = 0;  // StageProgram::dependencies[deps_begin, deps_begin + deps_count)
+  int32_t label = -1;       // StageProgram::labels
+  int32_t step = -1;        // the schedule step it belongs to (index among the stage's steps); -1: the tail
+  int32_t receive = -1;     // boundary message that must have arrived before it starts
+  int32_t message = -1;     // kSend: the receiver's message slot
+  int32_t peer_stage = -1;  // kSend: the receiving stage
+  int32_t expert_slot = -1; // expert compute: which rank of the expert group is the busiest
+  int16_t stream = 0;       // 0 = compute; see ProgramSet::streams
+  int16_t axis = -1;        // kCollective and kSend
+  uint8_t tier = 0;         // the link tier its transfer occupies
+  Work kind = Work::kCompute;
+  bool own_work = false;    // compute or critical communication of a step: what the step costs its rank
+  bool step_end = false;    // the marker that closes a schedule step
+};
+
+struct StageProgram {
+  std::vector<Instruction> instructions;
+  std::vector<int32_t> dependencies;
+  std::vector<std::string> labels;
+  std::vector<std::string> step_labels;  // per schedule step: "fwd mb3 chunk1"
+  double static_bytes = 0;       // weights, gradients, optimizer state, other, runtime overhead
+  double activation_bytes_per_micro_batch = 0;  // the whole stage's, all chunks
+  std::vector<int32_t> next_on_stream;   // per instruction: the next one on its stream, or -1
+  std::vector<int32_t> first_on_stream;  // per stream: its first instruction, or -1
+};
+
+struct ProgramSet {
+  std::vector<StageProgram> stages;
+  std::vector<std::string> streams;  // "compute", then per axis "<axis>" and "<axis> reduce", then "host"
+  int32_t pipeline_axis = -1;  // the axis of the boundary sends; -1 with one stage
+  int32_t expert_axis = -1;    // the axis of the collective right before the first expert op (the dispatch)
+  int32_t message_slots = 0;   // boundary messages a rank can receive per step
+  int64_t micro_batches = 1, virtual_stages = 1;
+};
+
+// `overhead_bytes`: memory every GPU loses to the runtime (CUDA context, NCCL buffers).
+ProgramSet build_programs(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware,
+                          double overhead_bytes);
+
+}  // namespace simulate
