@@ -315,6 +315,14 @@ class StageBuilder {
       if (gathers_parameters(gather) && gather.overlap != PP_OVERLAP_COMPUTE && block.part != Part::kWeightGradient)
         communicate(gather, c_.ops.seconds[op], block.step, label_of(gather, name), false);
     }
+    // Overlappable communication runs alongside the block's compute, wherever the plan lists it.
+    for (uint32_t op_index : ops) {
+      const pp_op& op = c_.plan.ops()[op_index];
+      const double seconds = c_.ops.seconds[op_index] * share(op, block.part);
+      if (communicates(op) && op.overlap == PP_OVERLAP_COMPUTE && !gathers_parameters(op) && !reduces_gradients(op) &&
+          seconds > 0)
+        joins.push_back(communicate(op, seconds, block.step, label_of(op, name), /*overlapped=*/true));
+    }
     Segment segment;
     for (uint32_t op_index : ops) {
       const pp_op& op = c_.plan.ops()[op_index];
@@ -326,10 +334,9 @@ class StageBuilder {
         segment.add(op, seconds, expert, recompute);
         continue;
       }
-      if (gathers_parameters(op) || reduces_gradients(op) || seconds <= 0) continue;
+      if (gathers_parameters(op) || reduces_gradients(op) || op.overlap == PP_OVERLAP_COMPUTE || seconds <= 0) continue;
       flush(segment, block);
-      const int32_t at = communicate(op, seconds, block.step, label_of(op, name), op.overlap == PP_OVERLAP_COMPUTE);
-      if (op.overlap == PP_OVERLAP_COMPUTE) joins.push_back(at);
+      communicate(op, seconds, block.step, label_of(op, name), /*overlapped=*/false);
     }
     flush(segment, block);
     pending_.insert(pending_.end(), joins.begin(), joins.end());

@@ -14,7 +14,7 @@
 //   grad_* ops        reduce weight gradients: issued after the block's compute on the axis's
 //                     own reduction stream; when overlappable nothing waits for them but the
 //                     optimizer (drain), else the next compute does
-//   other communication, critical (PP_OVERLAP_NONE): in list position, the compute stream waits
+//   other communication, critical (PP_OVERLAP_NONE): in list position, the compute stream waits;
 //                     overlappable: starts with the block, the next block waits for it
 //   per-step ops      (frequency PP_PER_STEP) after the stage's last backward of the chunk that
 //                     holds the block (drains), or in the tail when critical
