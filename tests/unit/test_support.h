@@ -59,15 +59,31 @@ struct Evaluated {
   }
 };
 
-inline Evaluated evaluate_recipe(const std::string& text, const std::string& executor = "analytic") {
+// A read recipe through the rest of the pipeline: open hardware, compose, run an executor.
+inline Evaluated evaluate(std::unique_ptr<host::Recipe> recipe, const std::string& executor) {
   Evaluated evaluated;
-  evaluated.recipe = host::parse_recipe(text, "recipe.toml");
+  evaluated.recipe = std::move(recipe);
   evaluated.hardware = host::open_hardware(*evaluated.recipe, bundled_catalog());
-  evaluated.composed =
-      host::compose_plan(*evaluated.recipe, bundled_catalog(), host::gpus_per_node(*evaluated.recipe, *evaluated.hardware));
+  // A simulator walks the schedule's steps; the analytic model does not need them listed.
+  const bool wants_schedule =
+      bundled_catalog().require(executor, PP_KIND_EXECUTOR).metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
+  evaluated.composed = host::compose_plan(*evaluated.recipe, bundled_catalog(),
+                                          host::gpus_per_node(*evaluated.recipe, *evaluated.hardware), wants_schedule);
   evaluated.results =
       host::run_executor(executor, *evaluated.recipe, bundled_catalog(), evaluated.composed, *evaluated.hardware);
   return evaluated;
+}
+
+inline Evaluated evaluate_recipe(const std::string& text, const std::string& executor = "analytic") {
+  return evaluate(host::parse_recipe(text, "recipe.toml"), executor);
+}
+
+// A recipe file with `--set KEY=VALUE` overrides.
+inline Evaluated evaluate_file(const std::string& file, const std::string& executor,
+                               const std::vector<std::string>& overrides = {}) {
+  host::RecipeReaderOptions options;
+  options.overrides = overrides;
+  return evaluate(host::read_recipe(file, options), executor);
 }
 
 // A whole command line run in-process with the bundled plugins: its exit code, stdout and stderr.

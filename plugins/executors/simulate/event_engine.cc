@@ -56,7 +56,9 @@ struct EventEngine::State {
   EngineOptions options;
   uint32_t tiers;
   std::vector<RankState> ranks;
-  std::vector<std::vector<int32_t>> arrivals;  // [axis][group]: members waiting at its collective
+  // [stream][group on the stream's axis]: members waiting at the stream's next collective. A
+  // stream runs its collectives in program order, so a group has one pending at a time.
+  std::vector<std::vector<int32_t>> arrivals;
   std::vector<int32_t> group_size;            // per axis: simulated members of a group
   std::vector<Flow> flows;
   std::vector<int32_t> free_flows;
@@ -99,9 +101,12 @@ EventEngine::EventEngine(const ProgramSet& programs, const RankMesh& mesh, const
     }
     record.busy_s.assign(streams, 0.0);
   }
-  const int32_t axes = static_cast<int32_t>((streams - 2) / 2);  // streams: compute, two per axis, host
+  // Streams: compute, then two per axis (its collectives, its gradient reductions), then host.
+  const int32_t axes = static_cast<int32_t>((streams - 2) / 2);
+  s.arrivals.resize(streams);
   for (int32_t axis = 0; axis < axes; ++axis) {
-    s.arrivals.emplace_back(static_cast<size_t>(mesh.groups(axis)), 0);
+    for (size_t stream : {1 + 2 * static_cast<size_t>(axis), 2 + 2 * static_cast<size_t>(axis)})
+      s.arrivals[stream].assign(static_cast<size_t>(mesh.groups(axis)), 0);
     mesh.members(0, axis, s.members);
     s.group_size.push_back(static_cast<int32_t>(s.members.size()));
   }
@@ -228,7 +233,7 @@ void EventEngine::run() {
       case Work::kCollective: {
         rank.stream_state[si] = kWaiting;
         const int32_t axis = instruction.axis;
-        int32_t& waiting = s.arrivals[static_cast<size_t>(axis)][static_cast<size_t>(s.mesh.group(r, axis))];
+        int32_t& waiting = s.arrivals[si][static_cast<size_t>(s.mesh.group(r, axis))];
         if (++waiting < s.group_size[static_cast<size_t>(axis)]) return;
         waiting = 0;  // the slowest member has arrived: everyone starts now
         s.mesh.members(r, axis, s.members);
@@ -280,6 +285,10 @@ void EventEngine::run() {
   while (!s.queue.empty()) {
     const Event event = s.queue.top();
     s.queue.pop();
+    if (event.flow) {
+      const Flow& flow = s.flows[static_cast<size_t>(event.target)];
+      if (!flow.live || flow.version != event.tag) continue;  // re-timed since: a later event stands for it
+    }
     ++events_;
     now = event.time;
     if (!event.flow) {
@@ -288,7 +297,6 @@ void EventEngine::run() {
       continue;
     }
     Flow& flow = s.flows[static_cast<size_t>(event.target)];
-    if (!flow.live || flow.version != event.tag) continue;  // re-timed since
     flow.live = false;
     for (int32_t p : flow.ports) {
       std::vector<int32_t>& users = s.port_users[static_cast<size_t>(p)];

@@ -552,7 +552,9 @@ class StageBuilder {
   std::unordered_map<std::string, int32_t> label_index_;
 };
 
-void link_streams(StageProgram& program, size_t streams) {
+}  // namespace
+
+void index_streams(StageProgram& program, size_t streams) {
   program.next_on_stream.assign(program.instructions.size(), -1);
   program.first_on_stream.assign(streams, -1);
   std::vector<int32_t> last(streams, -1);
@@ -565,8 +567,6 @@ void link_streams(StageProgram& program, size_t streams) {
     last[stream] = static_cast<int32_t>(i);
   }
 }
-
-}  // namespace
 
 ProgramSet build_programs(const paraplan::PlanView& plan, const pp_hardware_binding_v1& given, double overhead_bytes) {
   const pp_hardware_profile profile = paraplan::cost::fit_to_cluster(*given.profile, plan.cluster());
@@ -610,7 +610,7 @@ ProgramSet build_programs(const paraplan::PlanView& plan, const pp_hardware_bind
   const std::vector<std::vector<pp_schedule_step>> steps = steps_by_stage(plan);
   for (int64_t stage = 0; stage < p; ++stage) {
     StageProgram program = StageBuilder(context, stage).build(steps[static_cast<size_t>(stage)], overhead_bytes);
-    link_streams(program, set.streams.size());
+    index_streams(program, set.streams.size());
     set.stages.push_back(std::move(program));
   }
   return set;

@@ -89,6 +89,9 @@ struct ProgramSet {
   int64_t micro_batches = 1, virtual_stages = 1;
 };
 
+// Fills a program's next_on_stream and first_on_stream from its instructions' streams.
+void index_streams(StageProgram& program, size_t streams);
+
 // `overhead_bytes`: memory every GPU loses to the runtime (CUDA context, NCCL buffers).
 ProgramSet build_programs(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware,
                           double overhead_bytes);

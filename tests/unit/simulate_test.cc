@@ -1,0 +1,359 @@
+// The simulate executor: pipeline bubbles against the schedules' formulas, activation memory
+// against the schedules' in-flight counts, step times against the analytic model with the same
+// work, stragglers against a hand calculation, toy programs timed by hand (gating, shared links,
+// a deadlock), and the trace file's format.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "event_engine.h"
+#include "rank_mesh.h"
+#include "stage_program.h"
+#include "test_support.h"
+
+namespace paraplan {
+namespace {
+
+using test::Evaluated;
+
+// Uniform stages whose communication is free (tests/data/simulate/free-network.toml): every
+// stage holds 8 layers of a wide model, and the embedding and a vocabulary of 8 are too small to
+// make the end stages differ. Memory does not matter here: the plan is only timed.
+std::string uniform_pipeline(const std::string& schedule, int virtual_stages, int stages = 8, int micro_batches = 32) {
+  return "[model]\nlayers = " + std::to_string(stages * 8) +
+         "\nhidden = 8192\nheads = 64\nvocab = 8\nseq_len = 4096\n"
+         "[training]\nglobal_batch = " + std::to_string(micro_batches) + "\nmicro_batch = 1\n"
+         "[cluster]\nhardware = \"" PARAPLAN_TEST_DATA_DIR "/simulate/free-network.toml\"\nnum_gpus = " +
+         std::to_string(stages) +
+         "\n[[strategy]]\nname = \"pp\"\ndegree = " + std::to_string(stages) + "\nschedule = \"" + schedule +
+         "\"\nvirtual_stages = " + std::to_string(virtual_stages) + "\n";
+}
+
+double stage_number(const Evaluated& run, const std::string& key, int stage) {
+  return run.number(key + ".stage_" + std::to_string(stage));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pipeline as the schedule runs it
+
+// Narayanan et al. 2021: GPipe and 1F1B idle (p-1)/m of the ideal time, interleaving with v
+// chunks (p-1)/(v·m).
+TEST(Simulate, BubbleMatchesTheScheduleFormulasOnUniformStages) {
+  struct Case {
+    const char* schedule;
+    int v, p, m;
+  };
+  for (const Case& c : {Case{"1f1b", 1, 8, 32}, Case{"gpipe", 1, 8, 32}, Case{"1f1b", 1, 4, 8},
+                        Case{"interleaved-1f1b", 2, 8, 32}, Case{"interleaved-1f1b", 4, 8, 32},
+                        Case{"interleaved-1f1b", 2, 4, 16}}) {
+    const Evaluated run = test::evaluate_recipe(uniform_pipeline(c.schedule, c.v, c.p, c.m), "simulate");
+    const double formula = (c.p - 1.0) / (c.v * static_cast<double>(c.m));
+    EXPECT_NEAR(run.number("pipeline.bubble_fraction") / formula, 1.0, 0.005)
+        << c.schedule << " v=" << c.v << " p=" << c.p << " m=" << c.m;
+  }
+}
+
+// ZB-H1 (Qi et al. 2023) fills 1F1B's bubble with deferred weight-gradient passes.
+TEST(Simulate, ZeroBubbleIdlesLessThanOneForwardOneBackward) {
+  const Evaluated one_f_one_b = test::evaluate_recipe(uniform_pipeline("1f1b", 1), "simulate");
+  const Evaluated zero_bubble = test::evaluate_recipe(uniform_pipeline("zero-bubble", 1), "simulate");
+  EXPECT_LT(zero_bubble.number("pipeline.bubble_fraction"), 0.6 * one_f_one_b.number("pipeline.bubble_fraction"));
+  EXPECT_GT(zero_bubble.number("pipeline.bubble_fraction"), 0.0);
+  EXPECT_LT(zero_bubble.number("time.step_s"), one_f_one_b.number("time.step_s"));
+  // The same work: only the idle time differs.
+  EXPECT_NEAR(zero_bubble.number("time.work_s") / one_f_one_b.number("time.work_s"), 1.0, 1e-9);
+}
+
+// Activation sets held at each stage's peak, counted from the schedule by hand: 1F1B stage s
+// keeps its p - s - 1 warm-up forwards plus the one in flight; GPipe all m; ZB-H1 p on every
+// stage (stage s defers s weight-gradient passes); interleaving 2(p - s - 1) + (v - 1)p warm-up
+// chunk forwards plus one, each 1/v of the stage (middle stages: no embedding or head skews it).
+TEST(Simulate, PeakActivationsAreTheSchedulesInFlightCount) {
+  const int p = 8, m = 32;
+  const Evaluated one_f_one_b = test::evaluate_recipe(uniform_pipeline("1f1b", 1), "simulate");
+  const Evaluated gpipe = test::evaluate_recipe(uniform_pipeline("gpipe", 1), "simulate");
+  const Evaluated zero_bubble = test::evaluate_recipe(uniform_pipeline("zero-bubble", 1), "simulate");
+  const Evaluated short_1f1b = test::evaluate_recipe(uniform_pipeline("1f1b", 1, p, 4), "simulate");
+  for (int s = 0; s < p; ++s) {
+    EXPECT_NEAR(stage_number(one_f_one_b, "memory.in_flight_micro_batches", s), p - s, 1e-9) << s;
+    EXPECT_NEAR(stage_number(gpipe, "memory.in_flight_micro_batches", s), m, 1e-9) << s;
+    EXPECT_NEAR(stage_number(zero_bubble, "memory.in_flight_micro_batches", s), p, 1e-9) << s;
+    EXPECT_NEAR(stage_number(short_1f1b, "memory.in_flight_micro_batches", s), std::min(p - s, 4), 1e-9) << s;
+  }
+  for (int v : {2, 4}) {
+    const Evaluated interleaved = test::evaluate_recipe(uniform_pipeline("interleaved-1f1b", v), "simulate");
+    for (int s = 1; s + 1 < p; ++s) {
+      const double chunk_sets = std::min(2 * (p - s - 1) + (v - 1) * p, m * v) + 1;
+      EXPECT_NEAR(stage_number(interleaved, "memory.in_flight_micro_batches", s), chunk_sets / v, 1e-9)
+          << "v=" << v << " stage " << s;
+    }
+  }
+}
+
+// The analytic model holds the same activation sets (schedule.h) and the same model state.
+TEST(Simulate, PeakMemoryMatchesTheAnalyticModel) {
+  for (const char* recipe : {"/scenarios/seed1-llama2-70b-4k-64xh100.toml", "/scenarios/seed3-pp8-80-layers-32-micro-batches.toml",
+                             "/llama2-7b-fsdp-64xh100.toml", "/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml"}) {
+    const std::string file = std::string(PARAPLAN_RECIPES_DIR) + recipe;
+    const Evaluated analytic = test::evaluate_file(file, "analytic");
+    const Evaluated simulated = test::evaluate_file(file, "simulate");
+    EXPECT_NEAR(simulated.number("memory.per_gpu_bytes") / analytic.number("memory.per_gpu_bytes"), 1.0, 1e-9) << recipe;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Against the analytic model
+
+// The recipes with their data-parallel overlap switched off (every collective on the critical
+// path): both executors price the same serial work, and only the pipeline's fill and drain are
+// counted differently (closed form vs the schedule run).
+struct ShippedRecipe {
+  const char* file;
+  const char* data_parallel;  // the strategy whose overlap is switched off, or nullptr
+};
+const ShippedRecipe kShipped[] = {
+    {"/scenarios/seed1-llama2-70b-4k-64xh100.toml", "fsdp"},
+    {"/scenarios/seed2-llama3-405b-8k-512xh100.toml", "fsdp"},
+    {"/scenarios/seed3-pp8-80-layers-32-micro-batches.toml", nullptr},
+    {"/scenarios/seed5-llama2-7b-fsdp3-scaling.toml", "fsdp"},
+    {"/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml", "fsdp"},
+    {"/scenarios/seed7-llama2-70b-fsdp3-4xb200.toml", "fsdp"},
+    {"/llama2-7b-fsdp-64xh100.toml", "fsdp"},
+    {"/simulate/llama2-7b-interleaved-fsdp3-32xh100.toml", "fsdp"},
+};
+
+std::vector<std::string> without_overlap(const ShippedRecipe& recipe) {
+  if (!recipe.data_parallel) return {};
+  return {std::string("strategy.") + recipe.data_parallel + ".overlap=false"};
+}
+
+TEST(Simulate, WithoutOverlapAgreesWithTheAnalyticModelWithinTwoPercent) {
+  for (const ShippedRecipe& recipe : kShipped) {
+    const std::string file = std::string(PARAPLAN_RECIPES_DIR) + recipe.file;
+    const double analytic = test::evaluate_file(file, "analytic", without_overlap(recipe)).number("time.step_s");
+    const double simulated = test::evaluate_file(file, "simulate", without_overlap(recipe)).number("time.step_s");
+    EXPECT_NEAR(simulated / analytic, 1.0, 0.02) << recipe.file;
+  }
+}
+
+TEST(Simulate, OverlapIsNeverSlowerThanTheNoOverlapBound) {
+  for (const ShippedRecipe& recipe : kShipped) {
+    const std::string file = std::string(PARAPLAN_RECIPES_DIR) + recipe.file;
+    const double serial = test::evaluate_file(file, "simulate", without_overlap(recipe)).number("time.step_s");
+    const double overlapped = test::evaluate_file(file, "simulate").number("time.step_s");
+    EXPECT_LE(overlapped, serial * (1 + 1e-12)) << recipe.file;
+  }
+  // Megatron-LM's --tp-comm-overlap hides the tensor-parallel collectives behind the GEMMs.
+  const std::string seed1 = PARAPLAN_RECIPES_DIR "/scenarios/seed1-llama2-70b-4k-64xh100.toml";
+  EXPECT_LT(test::evaluate_file(seed1, "simulate", {"strategy.tp.overlap=true"}).number("time.step_s"),
+            0.9 * test::evaluate_file(seed1, "simulate").number("time.step_s"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every rank
+
+// Without stragglers every rank of a stage runs the same program and meets its groups at the
+// same time: the representatives' answer is every rank's.
+TEST(Simulate, EveryRankAgreesWithOneRankPerStage) {
+  for (const char* recipe : {"/simulate/llama2-7b-interleaved-fsdp3-32xh100.toml", "/simulate/gpt3-175b-512xa100.toml"}) {
+    const std::string file = std::string(PARAPLAN_RECIPES_DIR) + recipe;
+    const Evaluated stages = test::evaluate_file(file, "simulate");
+    const Evaluated every = test::evaluate_file(file, "simulate", {"executor.simulate.ranks=all"});
+    EXPECT_EQ(every.number("simulation.ranks"), every.number("plan.num_gpus")) << recipe;
+    EXPECT_EQ(stages.number("simulation.ranks"), stages.number("pipeline.stages")) << recipe;
+    EXPECT_NEAR(every.number("time.step_s") / stages.number("time.step_s"), 1.0, 1e-9) << recipe;
+  }
+}
+
+// Data parallelism without a pipeline, communication on the critical path: a straggler computing
+// 1.5 x slower holds every rank back at the gradient all-reduce by half its compute, the
+// micro-batches' and the optimizer's (the analytic model's time.compute_s and time.optimizer_s).
+TEST(Simulate, AStragglerDelaysEveryRankByItsExtraCompute) {
+  const std::string file = PARAPLAN_RECIPES_DIR "/llama2-7b-fsdp-64xh100.toml";
+  const std::vector<std::string> serial = {"strategy.fsdp.stage=0", "strategy.fsdp.overlap=false"};
+  const Evaluated analytic = test::evaluate_file(file, "analytic", serial);
+  const double extra = 0.5 * (analytic.number("time.compute_s") + analytic.number("time.optimizer_s"));
+  std::vector<std::string> slow = serial;
+  slow.insert(slow.end(), {"executor.simulate.straggler_rank=37", "executor.simulate.straggler_slowdown=1.5"});
+  const double base = test::evaluate_file(file, "simulate", serial).number("time.step_s");
+  for (const char* ranks : {"stage", "all"}) {
+    std::vector<std::string> overrides = slow;
+    overrides.push_back(std::string("executor.simulate.ranks=") + ranks);
+    const double delayed = test::evaluate_file(file, "simulate", overrides).number("time.step_s");
+    EXPECT_NEAR((delayed - base) / extra, 1.0, 1e-6) << ranks;
+  }
+  test::expect_error<host::InputError>(
+      [&] { test::evaluate_file(file, "simulate", {"executor.simulate.straggler_rank=64", "executor.simulate.straggler_slowdown=2"}); },
+      {"straggler_rank = 64 is not a rank of this 64-GPU plan"});
+}
+
+// The all-to-all after the experts waits for the busiest rank: simulating every rank (the busiest
+// rotating) or one rank priced as the busiest gives the same step; the others idle meanwhile.
+TEST(Simulate, ExpertImbalanceMakesTheBusiestRankLate) {
+  const std::string file = PARAPLAN_RECIPES_DIR "/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml";
+  const std::string imbalance = "executor.simulate.expert_imbalance=0.5";
+  const Evaluated balanced = test::evaluate_file(file, "simulate");
+  const Evaluated busiest = test::evaluate_file(file, "simulate", {imbalance});
+  const Evaluated every = test::evaluate_file(file, "simulate", {imbalance, "executor.simulate.ranks=all"});
+  EXPECT_GT(busiest.number("time.step_s"), balanced.number("time.step_s") * 1.05);
+  EXPECT_NEAR(every.number("time.step_s") / busiest.number("time.step_s"), 1.0, 1e-6);
+  // Every rank is the busiest once in 8: on average it computes less than the representative.
+  EXPECT_LT(every.number("streams.stage_0.compute.busy_fraction"),
+            busiest.number("streams.stage_0.compute.busy_fraction") - 0.02);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The engine, on programs timed by hand
+
+struct ToyRun {
+  simulate::ProgramSet programs;
+  std::vector<pp_mesh_axis> axes;
+  pp_hardware_profile profile{};
+};
+
+// One stage; streams: compute, then two per axis ("dp", "dp reduce"), then host. Two ranks on a
+// "dp" axis, and a second tier so transfers can use different links.
+ToyRun toy(std::vector<simulate::Instruction> instructions, std::vector<int32_t> dependencies = {}) {
+  ToyRun run;
+  run.programs.streams = {"compute", "dp", "dp reduce", "host"};
+  run.programs.message_slots = 2;
+  simulate::StageProgram program;
+  program.instructions = std::move(instructions);
+  program.dependencies = std::move(dependencies);
+  program.labels = {"work"};
+  for (simulate::Instruction& instruction : program.instructions) instruction.label = 0;
+  simulate::index_streams(program, run.programs.streams.size());
+  run.programs.stages.push_back(program);
+  pp_mesh_axis axis{sizeof(pp_mesh_axis), "dp", "", "fsdp", 2, 1};
+  run.axes.push_back(axis);
+  run.profile.struct_size = sizeof(pp_hardware_profile);
+  run.profile.tier_count = 2;
+  return run;
+}
+
+simulate::Instruction compute(double seconds) {
+  simulate::Instruction instruction;
+  instruction.seconds = seconds;
+  return instruction;
+}
+
+simulate::Instruction collective(double seconds, int16_t stream, uint8_t tier) {
+  simulate::Instruction instruction;
+  instruction.kind = simulate::Work::kCollective;
+  instruction.seconds = seconds;
+  instruction.axis = 0;
+  instruction.stream = stream;
+  instruction.tier = tier;
+  return instruction;
+}
+
+double run_toy(const ToyRun& run, simulate::EngineOptions options, bool every_rank = true) {
+  simulate::RankMesh mesh(run.axes, 2, 1, -1, every_rank);
+  simulate::EventEngine engine(run.programs, mesh, run.profile, options);
+  engine.run();
+  return engine.step_s();
+}
+
+// Two 1 s transfers at once on one rank's port of one tier share it: both end at 2 s. On
+// different tiers they do not meet: 1 s.
+TEST(SimulateEngine, TransfersOnOneLinkShareItsBandwidth) {
+  EXPECT_DOUBLE_EQ(run_toy(toy({collective(1.0, 1, 0), collective(1.0, 2, 0)}), {}), 2.0);
+  EXPECT_DOUBLE_EQ(run_toy(toy({collective(1.0, 1, 0), collective(1.0, 2, 1)}), {}), 1.0);
+  // A 1 s and a 3 s transfer: half rate while both run (2 s for the first), then full rate for
+  // the rest of the second (3 - 1 = 2 s of work left): 4 s.
+  EXPECT_DOUBLE_EQ(run_toy(toy({collective(1.0, 1, 0), collective(3.0, 2, 0)}), {}), 4.0);
+}
+
+// Each rank computes 1 s, then a 0.5 s collective; rank 1 computes 2 x slower: the collective
+// starts when it arrives (2 s) and ends at 2.5 s for both. Rank 0 waited 1 s without working.
+TEST(SimulateEngine, TheSlowestMemberGatesACollective) {
+  ToyRun run = toy({compute(1.0), collective(0.5, 1, 0)}, {0});
+  run.programs.stages[0].instructions[1].deps_begin = 0;
+  run.programs.stages[0].instructions[1].deps_count = 1;
+  simulate::EngineOptions options;
+  options.straggler_rank = 1;
+  options.straggler_slowdown = 2.0;
+  simulate::RankMesh mesh(run.axes, 2, 1, -1, true);
+  simulate::EventEngine engine(run.programs, mesh, run.profile, options);
+  engine.run();
+  EXPECT_DOUBLE_EQ(engine.step_s(), 2.5);
+  EXPECT_DOUBLE_EQ(engine.record(0).busy_s[0], 1.0);
+  EXPECT_DOUBLE_EQ(engine.record(1).busy_s[0], 2.0);
+  EXPECT_DOUBLE_EQ(engine.record(0).finish[1], 2.5);
+  EXPECT_DOUBLE_EQ(engine.record(0).busy_s[1], 0.5);
+  // One rank standing for both: the group is itself, nothing to wait for but its own compute.
+  EXPECT_DOUBLE_EQ(run_toy(run, {}, /*every_rank=*/false), 1.5);
+}
+
+TEST(SimulateEngine, AReceiveThatNeverArrivesIsReportedNotHung) {
+  simulate::Instruction waits = compute(1.0);
+  waits.receive = 0;
+  test::expect_error<paraplan::Error>([&] { run_toy(toy({waits}), {}); },
+                                      {"cannot finish the step", "rank 0", "waits forever on stream 'compute'"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// The trace
+
+TEST(Simulate, TraceIsChromeTraceEventJson) {
+  const std::string trace = (std::filesystem::temp_directory_path() / "paraplan_simulate_test_trace.json").string();
+  const std::string file = PARAPLAN_RECIPES_DIR "/simulate/llama2-7b-interleaved-fsdp3-32xh100.toml";
+  const Evaluated run = test::evaluate_file(file, "simulate", {"executor.simulate.trace=\"" + trace + "\""});
+  std::ifstream in(trace);
+  const nlohmann::json document = nlohmann::json::parse(in);
+  std::remove(trace.c_str());
+  ASSERT_TRUE(document.contains("traceEvents"));
+  const nlohmann::json& events = document["traceEvents"];
+  EXPECT_EQ(static_cast<double>(events.size()), run.number("trace.events"));
+
+  const int p = 4, m = 8, v = 2;
+  std::set<std::pair<int, int>> named_threads, used_threads;
+  std::set<int> named_processes;
+  int steps = 0, gathers = 0, sends = 0;
+  double peak_gib = 0;
+  const std::regex step_name("(fwd|bwd) mb[0-9]+ chunk[0-9]+");
+  for (const nlohmann::json& event : events) {
+    ASSERT_TRUE(event.contains("name") && event["name"].is_string()) << event;
+    ASSERT_TRUE(event.contains("ph") && event.contains("pid")) << event;
+    const std::string ph = event["ph"], name = event["name"];
+    const int pid = event["pid"];
+    if (ph == "M") {
+      ASSERT_TRUE(event.contains("args")) << event;
+      if (name == "process_name") named_processes.insert(pid);
+      if (name == "thread_name") named_threads.insert({pid, event["tid"].get<int>()});
+    } else if (ph == "X") {
+      ASSERT_TRUE(event.contains("tid") && event.contains("ts") && event.contains("dur")) << event;
+      EXPECT_GE(event["ts"].get<double>(), 0.0);
+      EXPECT_GE(event["dur"].get<double>(), 0.0);
+      used_threads.insert({pid, event["tid"].get<int>()});
+      if (event["cat"] == "step") {
+        EXPECT_TRUE(std::regex_match(name, step_name)) << name;
+        ++steps;
+      }
+      if (std::regex_match(name, std::regex("all-gather fsdp layer [0-9]+ \\(param_all_gather\\)"))) ++gathers;
+      if (name.starts_with("send_activations mb")) ++sends;
+    } else if (ph == "C") {
+      ASSERT_EQ(name, "memory");
+      peak_gib = std::max(peak_gib, event["args"]["GiB"].get<double>());
+    } else {
+      ADD_FAILURE() << "unexpected phase " << ph;
+    }
+  }
+  EXPECT_EQ(named_processes, (std::set<int>{0, 8, 16, 24}));  // one rank per stage: pp is outermost, stride 8
+  for (const auto& thread : used_threads) EXPECT_TRUE(named_threads.count(thread)) << thread.first << "/" << thread.second;
+  EXPECT_EQ(steps, p * m * v * 2);
+  // FSDP-3 gathers every layer before its forward and its backward: 32 layers, m micro-batches.
+  EXPECT_EQ(gathers, 32 * m * 2);
+  // Every chunk pass but the last virtual stage's sends its activations on.
+  EXPECT_EQ(sends, (p * v - 1) * m);
+  EXPECT_NEAR(peak_gib * 1024 * 1024 * 1024 / run.number("memory.per_gpu_bytes"), 1.0, 1e-4);
+}
+
+}  // namespace
+}  // namespace paraplan
