@@ -64,11 +64,9 @@ inline Evaluated evaluate(std::unique_ptr<host::Recipe> recipe, const std::strin
   Evaluated evaluated;
   evaluated.recipe = std::move(recipe);
   evaluated.hardware = host::open_hardware(*evaluated.recipe, bundled_catalog());
-  // A simulator walks the schedule's steps; the analytic model does not need them listed.
-  const bool wants_schedule =
-      bundled_catalog().require(executor, PP_KIND_EXECUTOR).metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
+  // The schedule's steps are listed whatever the executor: tests read them from the plan.
   evaluated.composed = host::compose_plan(*evaluated.recipe, bundled_catalog(),
-                                          host::gpus_per_node(*evaluated.recipe, *evaluated.hardware), wants_schedule);
+                                          host::gpus_per_node(*evaluated.recipe, *evaluated.hardware));
   evaluated.results =
       host::run_executor(executor, *evaluated.recipe, bundled_catalog(), evaluated.composed, *evaluated.hardware);
   return evaluated;
