@@ -99,5 +99,21 @@ pushd "$scratch" >/dev/null
 expect "validate: profile file next to the CSV" 0 '' -- validate "$data/validation/small.csv"
 popd >/dev/null
 
+# simulate: the same recipe errors as evaluate, plus its own options and the trace file.
+seed1="$recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml"
+expect "simulate: help" 0 '' -- simulate --help
+expect "simulate: a shipped recipe" 0 '' -- simulate "$seed1"
+expect "simulate: trace written" 0 '' -- simulate "$seed1" --trace "$scratch/seed1.json"
+python3 -c 'import json, sys; json.load(open(sys.argv[1]))["traceEvents"][0]["ph"]' "$scratch/seed1.json" ||
+  { echo "FAIL simulate: the trace is not JSON"; failures=$((failures + 1)); }
+expect "simulate: bad --ranks" 2 "--ranks every: expected 'stage' \(one rank per pipeline stage\) or 'all'" -- \
+  simulate "$seed1" --ranks every
+expect "simulate: unwritable trace" 3 "executor 'simulate': cannot write the trace file $scratch/no/such/dir/t.json: No such file or directory" -- \
+  simulate "$seed1" --trace "$scratch/no/such/dir/t.json"
+expect "simulate: straggler outside the cluster" 3 "straggler_rank = 64 is not a rank of this 64-GPU plan \(0..63\)" -- \
+  simulate "$seed1" --set executor.simulate.straggler_rank=64 --set executor.simulate.straggler_slowdown=2
+expect "simulate: unknown executor key" 3 "executor.simulate.rank: unknown key.*did you mean 'ranks'" -- \
+  simulate "$seed1" --set executor.simulate.rank=all
+
 echo "$passed passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -13,6 +13,8 @@
 //   all-gather inside (NCCL's tree/ring split across NVLink and the network does the same).
 //   B is the tier's per-GPU bandwidth times its achievable efficiency.
 //
+//   op_time(plan, binding, op) prices one plan op with these, as every bundled executor does.
+//
 //   double seconds = paraplan::cost::gemm_time(binding, 8192, 8192, 8192, PP_DTYPE_BF16);
 #ifndef PARAPLAN_COST_MODEL_HPP
 #define PARAPLAN_COST_MODEL_HPP

@@ -27,6 +27,17 @@
  * micro-batch, k = input features, n = output features. A strategy transforms an op the same
  * way in every phase, so it finds ops by name, not by phase.
  *
+ * Execution order (what an executor that walks the plan, like `simulate`, relies on): within one
+ * scope and phase, ops run in the order the list gives (backward entries in reverse, as a
+ * backward pass runs a layer backwards); insert communication where it runs. Two name prefixes
+ * say what a collective depends on: "param_*" gathers parameters before the scope's compute
+ * (an executor may prefetch it while the previous scope computes), "grad_*" reduces the scope's
+ * weight gradients after its compute (nothing but the optimizer waits for it). Ops of scope STEP
+ * with frequency PER_MICRO_BATCH in the FORWARD or BACKWARD phase belong to the pipeline's chunk
+ * boundaries: SEND_RECV ones carry a chunk's output to the next virtual stage (forward) or its
+ * input gradient to the previous one (backward), once per crossing (`repeat` counts a rank's
+ * crossings per micro-batch); the others run on the receiver once what was sent has arrived.
+ *
  * Canonical memory items: model state "weights.<scope>", "grads.<scope>", "optimizer.<scope>"
  * (scope = embedding, layer, head); activations per layer and micro-batch (Korthikanti et al.
  * 2022) named "act.seq.*" (replicated across tensor-parallel ranks unless sequence parallelism
