@@ -10,7 +10,8 @@ namespace paraplan::host {
 
 namespace {
 
-// [executor.<name>] tables: each must name a loaded executor, so a typo is not silently ignored.
+// [executor.<name>] tables: each must name a loaded executor and match its schema, whichever
+// executor runs, so a typo is not silently ignored until the day that executor runs.
 const toml::table* executor_parameters(const Recipe& recipe, const PluginCatalog& catalog, const std::string& executor) {
   if (!recipe.executor_table) return nullptr;
   std::vector<std::string> executors;
@@ -23,6 +24,7 @@ const toml::table* executor_parameters(const Recipe& recipe, const PluginCatalog
     if (std::find(executors.begin(), executors.end(), name) == executors.end())
       throw InputError(location_of(recipe.file, &node) + ": executor." + name + ": no executor plugin named '" + name +
                        "'" + did_you_mean(name, executors));
+    ParamValues::bind(*catalog.require(name, PP_KIND_EXECUTOR).metadata, node.as_table(), "executor." + name, recipe.file);
   }
   return recipe.executor_table->get_as<toml::table>(executor);
 }

@@ -155,6 +155,40 @@ TEST(Simulate, OverlapIsNeverSlowerThanTheNoOverlapBound) {
             0.9 * test::evaluate_file(seed1, "simulate").number("time.step_s"));
 }
 
+// With every transfer on the critical path both executors split the pacing stage's time the same
+// way: the same compute, the same exposed communication per strategy (pipeline sends aside: the
+// closed form charges every stage both directions' sends, the end stages make only one).
+TEST(Simulate, WithoutOverlapTheTimeSplitsLikeTheAnalyticModel) {
+  for (const ShippedRecipe& recipe : kShipped) {
+    const std::string file = std::string(PARAPLAN_RECIPES_DIR) + recipe.file;
+    const Evaluated analytic = test::evaluate_file(file, "analytic", without_overlap(recipe));
+    const Evaluated simulated = test::evaluate_file(file, "simulate", without_overlap(recipe));
+    EXPECT_NEAR(simulated.number("time.compute_s") / analytic.number("time.compute_s"), 1.0, 1e-9) << recipe.file;
+    for (const char* owner : {"tp", "ep", "fsdp"}) {
+      const std::string key = std::string("time.exposed_comm_s.") + owner;
+      if (!analytic.results.find(key) || analytic.number(key) == 0) continue;
+      EXPECT_NEAR(simulated.number(key) / analytic.number(key), 1.0, 0.02) << recipe.file << " " << key;
+    }
+  }
+}
+
+// FSDP-3 without a pipeline: the closed form hides every gather and reduction behind its phase's
+// compute; the simulation finds what cannot hide (the first layer's gathers, the last layer's
+// reduce-scatter before the optimizer), and that exposed time is the whole difference in step time.
+TEST(Simulate, TheDifferenceFromTheAnalyticModelIsTheExposedCommunication) {
+  for (const char* recipe : {"/llama2-7b-fsdp-64xh100.toml", "/scenarios/seed5-llama2-7b-fsdp3-scaling.toml",
+                             "/scenarios/seed7-llama2-70b-fsdp3-4xb200.toml"}) {
+    const std::string file = std::string(PARAPLAN_RECIPES_DIR) + recipe;
+    const Evaluated analytic = test::evaluate_file(file, "analytic");
+    const Evaluated simulated = test::evaluate_file(file, "simulate");
+    const double slower = simulated.number("time.step_s") - analytic.number("time.step_s");
+    const double exposed = simulated.number("time.exposed_comm_s.fsdp") - analytic.number("time.exposed_comm_s.fsdp");
+    EXPECT_GT(slower, 0.0) << recipe;
+    EXPECT_NEAR(exposed / slower, 1.0, 1e-6) << recipe;
+    EXPECT_EQ(simulated.number("time.bubble_s"), 0.0) << recipe;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Every rank
 

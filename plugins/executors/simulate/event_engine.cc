@@ -100,6 +100,7 @@ EventEngine::EventEngine(const ProgramSet& programs, const RankMesh& mesh, const
       record.memory.emplace_back(0.0, rank.program->static_bytes);
     }
     record.busy_s.assign(streams, 0.0);
+    record.exposed_comm_s.assign(programs.owners.size(), 0.0);
   }
   // Streams: compute, then two per axis (its collectives, its gradient reductions), then host.
   const int32_t axes = static_cast<int32_t>((streams - 2) / 2);
@@ -176,6 +177,44 @@ void EventEngine::run() {
     retime_sharers(s.flows[static_cast<size_t>(id)].ports, now, -1);
   };
 
+  // Path time: compute in steps is work; communication is its owner's exposed time.
+  auto charge = [&](RankRecord& record, const Instruction& instruction, double seconds) {
+    if (instruction.owner >= 0) {
+      record.exposed_comm_s[static_cast<size_t>(instruction.owner)] += seconds;
+      if (instruction.step >= 0) record.exposed_comm_in_steps_s += seconds;
+    } else if (instruction.kind == Work::kCompute && instruction.step >= 0) {
+      record.compute_s += seconds;
+    }
+  };
+
+  // A path instruction that starts after the path's previous one ended waited for the last of
+  // its inputs: a transfer it could not hide (charged to the transfer's owner), a boundary
+  // message or another rank (left to the bubble).
+  auto charge_wait = [&](const RankState& rank, RankRecord& record, int32_t i, double now) {
+    const StageProgram& program = *rank.program;
+    const Instruction& instruction = program.instructions[static_cast<size_t>(i)];
+    const double previous = instruction.path_previous >= 0 ? record.finish[static_cast<size_t>(instruction.path_previous)] : 0.0;
+    if (now <= previous) return;
+    double latest = previous;
+    int32_t cause = -1;
+    auto consider = [&](int32_t input) {
+      if (input >= 0 && record.finish[static_cast<size_t>(input)] > latest) {
+        latest = record.finish[static_cast<size_t>(input)];
+        cause = input;
+      }
+    };
+    const int32_t* deps = program.dependencies.data() + instruction.deps_begin;
+    for (uint32_t d = 0; d < instruction.deps_count; ++d) consider(deps[d]);
+    consider(program.previous_on_stream[static_cast<size_t>(i)]);
+    if (instruction.receive >= 0 && rank.arrived[static_cast<size_t>(instruction.receive)] > latest) return;
+    if (cause < 0) return;
+    const Instruction& waited_for = program.instructions[static_cast<size_t>(cause)];
+    if (waited_for.owner < 0) return;
+    Instruction charged = waited_for;
+    charged.step = instruction.step;  // the wait belongs to where the path was
+    charge(record, charged, now - previous);
+  };
+
   // The instruction heading `stream` on `rank` has finished.
   auto complete = [&](int32_t r, int16_t stream, double now) {
     RankState& rank = ranks[static_cast<size_t>(r)];
@@ -185,7 +224,7 @@ void EventEngine::run() {
     record.finish[static_cast<size_t>(i)] = now;
     const double ran = now - rank.started[static_cast<size_t>(stream)];
     if (instruction.kind != Work::kMarker && instruction.kind != Work::kMemory) record.busy_s[static_cast<size_t>(stream)] += ran;
-    if (instruction.own_work) record.own_work_s += ran;
+    if (instruction.on_path) charge(record, instruction, ran);
     if (instruction.step_end) record.pipeline_end_s = now;
     rank.head[static_cast<size_t>(stream)] = rank.program->next_on_stream[static_cast<size_t>(i)];
     rank.stream_state[static_cast<size_t>(stream)] = kIdle;
@@ -208,6 +247,7 @@ void EventEngine::run() {
     const size_t si = static_cast<size_t>(stream);
     rank.started[si] = now;
     if (s.options.record_timeline) record.start[static_cast<size_t>(i)] = now;
+    if (instruction.on_path) charge_wait(rank, record, i, now);
     switch (instruction.kind) {
       case Work::kMemory:
         record.activation_bytes += instruction.bytes;

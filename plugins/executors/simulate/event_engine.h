@@ -38,8 +38,14 @@ struct EngineOptions {
 struct RankRecord {
   std::vector<double> start, finish;      // per instruction (start only with record_timeline)
   std::vector<double> busy_s;             // per stream: time it ran something
-  double own_work_s = 0;                  // compute and critical communication inside schedule steps
+  // The rank's path (compute, critical communication) split by what its time went to: compute
+  // in schedule steps, and per owner the communication it ran or waited for (steps and tail);
+  // what is left of the path is waiting for other ranks (the bubble).
+  double compute_s = 0;
+  std::vector<double> exposed_comm_s;     // per ProgramSet::owners
+  double exposed_comm_in_steps_s = 0;
   double pipeline_end_s = 0;              // when its last schedule step ended
+  double work_s() const { return compute_s + exposed_comm_in_steps_s; }
   double activation_bytes = 0, peak_activation_bytes = 0;
   std::vector<std::pair<double, double>> memory;  // (time, bytes in use) after each change, with record_timeline
 };

@@ -6,11 +6,16 @@
 // communication hides behind which compute, stragglers and expert imbalance.
 //
 // Results (keys under the same names as the analytic executor's where they mean the same):
-//   time.step_s                 one optimizer step: when the last rank finishes its optimizer update
+//   time.step_s                 one optimizer step: when the last rank finishes its last instruction
+//                               (the optimizer update, and what follows it: updated parameters' all-gather)
 //   time.pipeline_s             when the last rank finishes its last schedule step
 //   time.tail_s                 step - pipeline: drained gradient reductions, the optimizer, what follows it
-//   time.work_s                 the busiest rank's own work in its steps: compute and critical communication
-//   time.bubble_s               pipeline - work on that rank: time it waited on others
+//   time.pace_rank              the rank with the most work in its steps (the one reported below)
+//   time.compute_s              its compute in the steps
+//   time.exposed_comm_s.<owner> its time on communication it ran on its path or waited for, steps and tail
+//   time.work_s                 compute + exposed communication in the steps
+//   time.bubble_s               pipeline - work: the rest, waiting for other ranks (pipeline
+//                               neighbours, the slowest member of a group)
 //   pipeline.bubble_fraction    bubble / work (1F1B's (p-1)/m with uniform stages and free communication)
 //   streams.stage_<s>.<stream>.busy_fraction   time the stream ran something / step, mean over the stage's ranks
 //   memory.peak_bytes.stage_<s> model state, buffers and the activations in use at their peak
@@ -91,7 +96,7 @@ class Simulate : public paraplan::Executor {
     simulate::EventEngine engine(programs, mesh, profile, options);
     engine.run();
 
-    report_time(results, plan, mesh, engine);
+    report_time(results, plan, programs, mesh, engine);
     report_streams(results, programs, mesh, engine);
     report_memory(results, programs, mesh, engine, profile);
     report_throughput(results, plan, engine.step_s(), profile);
@@ -107,30 +112,41 @@ class Simulate : public paraplan::Executor {
  private:
   // The straggler as a simulated rank: itself, or the representative of its stage.
   int64_t simulated_straggler(const paraplan::PlanView& plan, const simulate::ProgramSet& programs) const {
-    if (straggler_rank_ < 0 || straggler_slowdown_ == 1.0) return -1;
     const int64_t gpus = plan.cluster().num_gpus;
     if (straggler_rank_ >= gpus)
       throw paraplan::InvalidArgument("straggler_rank = " + std::to_string(straggler_rank_) + " is not a rank of this " +
                                       std::to_string(gpus) + "-GPU plan (0.." + std::to_string(gpus - 1) + ")");
+    if (straggler_rank_ < 0 || straggler_slowdown_ == 1.0) return -1;
     if (every_rank_) return straggler_rank_;
     if (programs.pipeline_axis < 0) return 0;
     const pp_mesh_axis& axis = plan.axes()[static_cast<size_t>(programs.pipeline_axis)];
     return (straggler_rank_ / axis.stride) % axis.degree;
   }
 
+  // The rank with the most work in its steps sets the pace; its time splits into compute,
+  // exposed communication by owner, and the bubble: the rest of the pipeline phase, spent
+  // waiting for other ranks (pipeline neighbours, a group's slowest member).
   static void report_time(const paraplan::ResultSink& results, const paraplan::PlanView& plan,
-                          const simulate::RankMesh& mesh, const simulate::EventEngine& engine) {
-    double pipeline = 0, work = 0;
+                          const simulate::ProgramSet& programs, const simulate::RankMesh& mesh,
+                          const simulate::EventEngine& engine) {
+    double pipeline = 0;
+    int32_t pace = 0;
     for (int32_t rank = 0; rank < mesh.size(); ++rank) {
       pipeline = std::max(pipeline, engine.record(rank).pipeline_end_s);
-      work = std::max(work, engine.record(rank).own_work_s);
+      if (engine.record(rank).work_s() > engine.record(pace).work_s()) pace = rank;
     }
+    const simulate::RankRecord& record = engine.record(pace);
+    const double work = record.work_s();
     const double bubble = std::max(0.0, pipeline - work);
     results.number("time.step_s", engine.step_s());
     results.number("time.pipeline_s", pipeline);
     results.number("time.tail_s", engine.step_s() - pipeline);
+    results.number("time.compute_s", record.compute_s);
+    for (size_t owner = 0; owner < programs.owners.size(); ++owner)
+      results.number("time.exposed_comm_s." + programs.owners[owner], record.exposed_comm_s[owner]);
     results.number("time.work_s", work);
     results.number("time.bubble_s", bubble);
+    results.number("time.pace_rank", static_cast<double>(mesh.global_rank(pace)));
     results.number("pipeline.bubble_fraction", work > 0 ? bubble / work : 0.0);
     results.number("pipeline.stages", static_cast<double>(plan.pipeline().stages));
     results.number("pipeline.virtual_stages", static_cast<double>(plan.pipeline().virtual_stages));

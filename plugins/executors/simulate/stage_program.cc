@@ -169,7 +169,7 @@ class StageBuilder {
 
       Instruction begin = marker(index);
       if (boundary && upstream && pipeline_stages() > 1) begin.receive = message_slot(forward, step.micro_batch, step.chunk);
-      on_path(begin, /*is_work=*/false);
+      on_path(begin);
       if (boundary && upstream) {
         for (uint32_t op : c_.ops.boundary[forward ? 0 : 1]) {
           const pp_op& received = c_.plan.ops()[op];
@@ -188,7 +188,7 @@ class StageBuilder {
         memory(index, -chunk_activation_bytes(step.chunk));
       Instruction end = marker(index);
       end.step_end = true;
-      on_path(end, /*is_work=*/false);
+      on_path(end);
     }
     emit_tail();
     return std::move(program_);
@@ -381,7 +381,7 @@ class StageBuilder {
     compute.label = intern(phase + " " + block_name(block) + ": " + ops);
     if (segment.expert)
       compute.expert_slot = static_cast<int32_t>(block.micro_batch * (c_.plan.model().layers + 1) + block.layer + 1);
-    on_path(compute, /*is_work=*/true);
+    on_path(compute);
     segment = Segment{};
   }
 
@@ -393,6 +393,7 @@ class StageBuilder {
     transfer.seconds = seconds;
     transfer.step = step;
     transfer.label = intern(label);
+    transfer.owner = owner_of(op);
     if (op.kind == PP_OP_HOST_TRANSFER) {
       transfer.kind = Work::kCompute;  // a copy engine: no group, no mesh link
       transfer.stream = static_cast<int16_t>(c_.set.streams.size() - 1);
@@ -404,7 +405,7 @@ class StageBuilder {
       transfer.tier = static_cast<uint8_t>(paraplan::cost::tier_for_span(
           c_.profile, op.kind == PP_OP_SEND_RECV ? axis.stride + 1 : axis.stride * axis.degree));
     }
-    if (!overlapped) return on_path(transfer, /*is_work=*/true);
+    if (!overlapped) return on_path(transfer);
     return add(transfer, {last_on_path_});
   }
 
@@ -429,13 +430,14 @@ class StageBuilder {
       const pp_mesh_axis& axis = c_.plan.axes()[static_cast<size_t>(op.axis)];
       transfer.tier = static_cast<uint8_t>(paraplan::cost::tier_for_span(c_.profile, axis.stride + 1));
       transfer.peer_stage = static_cast<int32_t>(peer);
+      transfer.owner = owner_of(op);
       if (i == last_send) transfer.message = message_slot(forward, step.micro_batch, chunk);
       transfer.label = intern(std::string(op.name) + " mb" + std::to_string(step.micro_batch) + " chunk" +
                               std::to_string(step.chunk) + " to stage " + std::to_string(peer));
       if (op.overlap == PP_OVERLAP_COMPUTE)
         add(transfer, {last_on_path_});
       else
-        on_path(transfer, /*is_work=*/true);
+        on_path(transfer);
     }
   }
 
@@ -451,6 +453,8 @@ class StageBuilder {
       if (last >= 0) everything.push_back(last);
     everything.insert(everything.end(), pending_.begin(), pending_.end());
     pending_.clear();
+    barrier.on_path = true;
+    barrier.path_previous = last_on_path_;
     last_on_path_ = add(barrier, everything);
     for (pp_scope scope : {PP_SCOPE_HEAD, PP_SCOPE_LAYER, PP_SCOPE_EMBEDDING, PP_SCOPE_STEP}) {
       for (uint32_t op_index : c_.ops.per_step[static_cast<size_t>(scope - 1)]) {
@@ -474,7 +478,7 @@ class StageBuilder {
     Instruction compute;
     compute.seconds = seconds;
     compute.label = intern(std::string(op.name) + " (" + scope_name(op.scope) + ")");
-    on_path(compute, /*is_work=*/true);
+    on_path(compute);
   }
 
   double multiplicity(pp_scope scope) const {
@@ -495,6 +499,11 @@ class StageBuilder {
     }
   }
 
+  int16_t owner_of(const pp_op& op) const {
+    const auto& owners = c_.set.owners;
+    return static_cast<int16_t>(std::find(owners.begin(), owners.end(), std::string_view(op.owner)) - owners.begin());
+  }
+
   std::string label_of(const pp_op& op, const std::string& where) const {
     return std::string(transfer_word(op)) + " " + op.owner + " " + where + " (" + op.name + ")";
   }
@@ -510,12 +519,13 @@ class StageBuilder {
     Instruction change = marker(step);
     change.kind = Work::kMemory;
     change.bytes = bytes;
-    on_path(change, /*is_work=*/false);
+    on_path(change);
   }
 
   // Appends an instruction on the rank's path: after the previous one and whatever was joined.
-  int32_t on_path(Instruction instruction, bool is_work) {
-    instruction.own_work = is_work && instruction.step >= 0;
+  int32_t on_path(Instruction instruction) {
+    instruction.on_path = true;
+    instruction.path_previous = last_on_path_;
     std::vector<int32_t> deps = std::move(pending_);
     pending_.clear();
     if (last_on_path_ >= 0) deps.push_back(last_on_path_);
@@ -556,6 +566,7 @@ class StageBuilder {
 
 void index_streams(StageProgram& program, size_t streams) {
   program.next_on_stream.assign(program.instructions.size(), -1);
+  program.previous_on_stream.assign(program.instructions.size(), -1);
   program.first_on_stream.assign(streams, -1);
   std::vector<int32_t> last(streams, -1);
   for (size_t i = 0; i < program.instructions.size(); ++i) {
@@ -564,6 +575,7 @@ void index_streams(StageProgram& program, size_t streams) {
       program.first_on_stream[stream] = static_cast<int32_t>(i);
     else
       program.next_on_stream[static_cast<size_t>(last[stream])] = static_cast<int32_t>(i);
+    program.previous_on_stream[i] = last[stream];
     last[stream] = static_cast<int32_t>(i);
   }
 }
@@ -580,6 +592,9 @@ ProgramSet build_programs(const paraplan::PlanView& plan, const pp_hardware_bind
     set.streams.push_back(std::string(axis.name) + " reduce");
   }
   set.streams.push_back("host");
+  for (const pp_op& op : plan.ops())
+    if (communicates(op) && std::find(set.owners.begin(), set.owners.end(), op.owner) == set.owners.end())
+      set.owners.push_back(op.owner);
   set.micro_batches = std::max<int64_t>(plan.pipeline().micro_batches, 1);
   set.virtual_stages = std::max<int64_t>(plan.pipeline().virtual_stages, 1);
   set.message_slots = static_cast<int32_t>(2 * set.micro_batches * set.virtual_stages);

@@ -61,11 +61,16 @@ struct Instruction {
   int32_t message = -1;     // kSend: the receiver's message slot
   int32_t peer_stage = -1;  // kSend: the receiving stage
   int32_t expert_slot = -1; // expert compute: which rank of the expert group is the busiest
+  int32_t path_previous = -1;  // on the rank's path: the path instruction before it
   int16_t stream = 0;       // 0 = compute; see ProgramSet::streams
+  int16_t owner = -1;       // communication: the strategy that inserted it (ProgramSet::owners)
   int16_t axis = -1;        // kCollective and kSend
   uint8_t tier = 0;         // the link tier its transfer occupies
   Work kind = Work::kCompute;
-  bool own_work = false;    // compute or critical communication of a step: what the step costs its rank
+  // On the rank's path: compute, critical communication and markers, each after the one before
+  // (overlapped transfers run beside it). Time the path spends waiting is charged to what it
+  // waited for.
+  bool on_path = false;
   bool step_end = false;    // the marker that closes a schedule step
 };
 
@@ -77,19 +82,21 @@ struct StageProgram {
   double static_bytes = 0;       // weights, gradients, optimizer state, other, runtime overhead
   double activation_bytes_per_micro_batch = 0;  // the whole stage's, all chunks
   std::vector<int32_t> next_on_stream;   // per instruction: the next one on its stream, or -1
+  std::vector<int32_t> previous_on_stream;  // per instruction: the one before it on its stream, or -1
   std::vector<int32_t> first_on_stream;  // per stream: its first instruction, or -1
 };
 
 struct ProgramSet {
   std::vector<StageProgram> stages;
   std::vector<std::string> streams;  // "compute", then per axis "<axis>" and "<axis> reduce", then "host"
+  std::vector<std::string> owners;   // the strategies whose communication the programs hold
   int32_t pipeline_axis = -1;  // the axis of the boundary sends; -1 with one stage
   int32_t expert_axis = -1;    // the axis of the collective right before the first expert op (the dispatch)
   int32_t message_slots = 0;   // boundary messages a rank can receive per step
   int64_t micro_batches = 1, virtual_stages = 1;
 };
 
-// Fills a program's next_on_stream and first_on_stream from its instructions' streams.
+// Fills a program's next_on_stream, previous_on_stream and first_on_stream from its instructions' streams.
 void index_streams(StageProgram& program, size_t streams);
 
 // `overhead_bytes`: memory every GPU loses to the runtime (CUDA context, NCCL buffers).

@@ -19,6 +19,8 @@
 // With tp, ring and ulysses leave TP's replicated regions whole unless megatron_sp = true, which
 // applies Megatron SP first (Megatron-LM runs --context-parallel-size with --sequence-parallel).
 // Gradients of ranks in a cp group are reduced together by the data-parallel strategy.
+#include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,6 +107,37 @@ class SequenceParallel : public paraplan::Strategy {
   }
 
  private:
+  // Where the all-gather that pairs with the TP collective at `index` runs (tp places its
+  // all-reduces after row-parallel GEMMs forward, before column-parallel ones backward). Forward,
+  // the sequence-parallel region is gathered before the block's column-parallel GEMM; backward,
+  // the gradient is gathered right after the row-parallel GEMM's backward entry, which a backward
+  // pass runs before it. The embedding's and the logits' have no partner: right after.
+  static uint32_t gather_position(const std::vector<pp_op>& ops, uint32_t index) {
+    const pp_phase phase = ops[index].phase;
+    const bool backward = phase == PP_PHASE_BACKWARD;
+    const std::string_view anchor = backward ? (index + 1 < ops.size() ? ops[index + 1].name : "")
+                                             : (index > 0 ? ops[index - 1].name : "");
+    auto find = [&](std::initializer_list<std::string_view> names) -> int64_t {
+      for (uint32_t i = 0; i < ops.size(); ++i)
+        if (ops[i].phase == phase && std::find(names.begin(), names.end(), std::string_view(ops[i].name)) != names.end())
+          return i;
+      return -1;
+    };
+    int64_t partner = -1;
+    if (!backward) {
+      if (anchor == "attn_out") partner = find({"qkv"});
+      if (anchor == "mlp_down") partner = find({"mlp_up", "mlp_gate"});
+      if (anchor == "expert_down") partner = find({"expert_up", "expert_gate"});
+      if (partner >= 0) return static_cast<uint32_t>(partner);
+    } else {
+      if (anchor == "qkv") partner = find({"attn_out"});
+      if (anchor == "mlp_up" || anchor == "mlp_gate") partner = find({"mlp_down"});
+      if (anchor == "expert_up" || anchor == "expert_gate") partner = find({"expert_down"});
+      if (partner >= 0) return static_cast<uint32_t>(partner + 1);
+    }
+    return index + 1;
+  }
+
   // Megatron SP: every TP all-reduce becomes reduce-scatter + all-gather; replicated work and
   // activations divide by t.
   void apply_megatron(paraplan::PlanEditor& plan, const paraplan::PlanView& view, const std::vector<pp_op>& ops,
@@ -113,7 +146,11 @@ class SequenceParallel : public paraplan::Strategy {
     if (tp_axis < 0)
       throw paraplan::ConstraintError("sp mode \"megatron\" needs tensor parallelism: add a [[strategy]] name = \"tp\"");
     const double t = static_cast<double>(view.axes()[static_cast<size_t>(tp_axis)].degree);
-    std::vector<pp_op> gathers;
+    struct Insertion {
+      uint32_t at;
+      pp_op op;
+    };
+    std::vector<Insertion> gathers;
     for (uint32_t i = 0; i < ops.size(); ++i) {
       pp_op op = ops[i];
       const std::string_view name = op.name;
@@ -124,7 +161,7 @@ class SequenceParallel : public paraplan::Strategy {
         pp_op gather = op;
         gather.collective = PP_COLLECTIVE_ALL_GATHER;
         paraplan::copy_name(gather.name, "tp_all_gather");
-        gathers.push_back(gather);
+        gathers.push_back({gather_position(ops, i), gather});
       } else if (op.kind == PP_OP_COLLECTIVE && std::string_view(op.owner) == "ep") {
         op.bytes /= t;  // each tensor-parallel rank now dispatches only its s/t tokens to the experts
         plan.set_op(i, op);
@@ -135,7 +172,9 @@ class SequenceParallel : public paraplan::Strategy {
         plan.set_op(i, op);
       }
     }
-    for (const pp_op& gather : gathers) plan.append_op(gather);
+    // From the back, so earlier positions stay valid.
+    std::stable_sort(gathers.begin(), gathers.end(), [](const Insertion& a, const Insertion& b) { return a.at > b.at; });
+    for (const Insertion& gather : gathers) plan.insert_op(gather.at, gather.op);
     for (uint32_t i = 0; i < memory.size(); ++i) {
       pp_memory_item item = memory[i];
       if (item.kind != PP_MEMORY_ACTIVATIONS || !std::string_view(item.name).starts_with("act.seq.")) continue;

@@ -8,7 +8,10 @@
 // parallel layers) in the backward pass: 2 + 2 per layer, each of s·b·h·2 bytes. They sit on the
 // critical path unless `overlap` (Megatron's --tp-comm-overlap) hides them behind the GEMMs.
 // The embedding and the output layer are vocabulary-parallel: an all-reduce of the embedding
-// output forward, and of the logits' input gradient backward.
+// output forward, and of the logits' input gradient backward. Each all-reduce is inserted where
+// it runs (plan.h's execution order): forward (and recompute) right after the row-parallel GEMM,
+// backward right before the first column-parallel GEMM's backward entry, which a backward pass
+// runs last.
 //
 // Memory (Korthikanti et al. 2022): weights, gradients and optimizer state divide by t (the
 // norm weights, 2h per layer, are replicated; their share is under 0.1 % and ignored);
@@ -106,26 +109,62 @@ class TensorParallel : public paraplan::Strategy {
   // every phase the layer runs: FORWARD, BACKWARD and, when fully recomputed, RECOMPUTE. Each
   // reduces the layer's activation, tokens × hidden × 2 bytes.
   void add_collectives(paraplan::PlanEditor& plan, int32_t axis, const std::vector<pp_op>& ops) const {
-    for (const pp_op& op : ops) {
+    struct Insertion {
+      uint32_t at;
+      pp_op op;
+    };
+    std::vector<Insertion> insertions;
+    auto reduce = [&](uint32_t at, const pp_op& anchor, double bytes) {
+      insertions.push_back({at, all_reduce(axis, anchor.scope, anchor.phase, bytes)});
+    };
+    const double activation_bytes = layer_activation_bytes(ops);
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      const pp_op& op = ops[i];
       const std::string_view name = op.name;
-      const double activation_bytes = op.m * 2.0 * (name == "attn_out" ? op.n : op.k);
-      if (name == "attn_out") add(plan, axis, op.scope, op.phase, activation_bytes, 2);
+      const bool backward = op.phase == PP_PHASE_BACKWARD;
+      // Row-parallel outputs are partial sums: reduced right after the GEMM.
+      if ((name == "attn_out" || name == "mlp_down" || name == "expert_down") && !backward)
+        reduce(i + 1, op, activation_bytes);
+      // Column-parallel inputs' gradients are partial sums: reduced once the block's first
+      // column-parallel GEMM (in list order) has run its backward.
+      if (backward && (name == "qkv" || is_first_column_of_block(ops, i))) reduce(i, op, activation_bytes);
       // Vocabulary-parallel embedding: each rank looks up its rows; the sum is all-reduced.
-      if (name == "embedding" && op.phase == PP_PHASE_FORWARD) add(plan, axis, op.scope, op.phase, op.bytes / 2.0, 1);
+      if (name == "embedding" && op.phase == PP_PHASE_FORWARD) reduce(i + 1, op, op.bytes / 2.0);
       // Vocabulary-parallel output layer: its input gradient is a partial sum.
-      if (name == "logits" && op.phase == PP_PHASE_BACKWARD) add(plan, axis, op.scope, op.phase, activation_bytes, 1);
+      if (name == "logits" && backward) reduce(i, op, op.m * 2.0 * op.k);
     }
+    // From the back, so earlier positions stay valid.
+    for (auto it = insertions.rbegin(); it != insertions.rend(); ++it) plan.insert_op(it->at, it->op);
   }
 
-  void add(paraplan::PlanEditor& plan, int32_t axis, pp_scope scope, pp_phase phase, double bytes,
-           uint32_t repeat) const {
+  // tokens × hidden × 2 bytes: the attention output projection's output (its n is the hidden size).
+  static double layer_activation_bytes(const std::vector<pp_op>& ops) {
+    for (const pp_op& op : ops)
+      if (std::string_view(op.name) == "attn_out") return op.m * 2.0 * op.n;
+    return 0.0;
+  }
+
+  // The MLP's (or the experts') first column-parallel GEMM of its phase in list order: SwiGLU's up or gate.
+  static bool is_first_column_of_block(const std::vector<pp_op>& ops, uint32_t index) {
+    const std::string_view name = ops[index].name;
+    const bool mlp = name == "mlp_up" || name == "mlp_gate", experts = name == "expert_up" || name == "expert_gate";
+    if (!mlp && !experts) return false;
+    for (uint32_t i = 0; i < index; ++i) {
+      if (ops[i].phase != ops[index].phase) continue;
+      const std::string_view earlier = ops[i].name;
+      if (mlp ? (earlier == "mlp_up" || earlier == "mlp_gate") : (earlier == "expert_up" || earlier == "expert_gate"))
+        return false;
+    }
+    return true;
+  }
+
+  pp_op all_reduce(int32_t axis, pp_scope scope, pp_phase phase, double bytes) const {
     pp_op op = paraplan::make_op(PP_OP_COLLECTIVE, phase, scope, "tp_all_reduce", kName);
-    op.repeat = repeat;
     op.collective = PP_COLLECTIVE_ALL_REDUCE;
     op.axis = axis;
     op.bytes = bytes;
     op.overlap = overlap_ ? PP_OVERLAP_COMPUTE : PP_OVERLAP_NONE;
-    plan.append_op(op);
+    return op;
   }
 
   bool overlap_;
