@@ -5,37 +5,10 @@
 #include <unordered_map>
 
 #include "paraplan/cost_model.hpp"
+#include "plan_ops.h"
 
 namespace simulate {
 namespace {
-
-constexpr int kScopes = 4;  // PP_SCOPE_EMBEDDING .. PP_SCOPE_STEP, index scope - 1
-
-bool communicates(const pp_op& op) {
-  return op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV || op.kind == PP_OP_HOST_TRANSFER;
-}
-
-// Canonical expert op names (plan.h): their time follows the rank's share of routed tokens.
-bool is_expert(std::string_view name) {
-  return name == "expert_up" || name == "expert_gate" || name == "expert_act" || name == "expert_down" ||
-         name == "fp8_cast_expert";
-}
-
-bool gathers_parameters(const pp_op& op) { return communicates(op) && std::string_view(op.name).starts_with("param_"); }
-bool reduces_gradients(const pp_op& op) { return communicates(op) && std::string_view(op.name).starts_with("grad_"); }
-
-const char* transfer_word(const pp_op& op) {
-  if (op.kind == PP_OP_SEND_RECV) return "send-recv";
-  if (op.kind == PP_OP_HOST_TRANSFER) return "host copy";
-  switch (op.collective) {
-    case PP_COLLECTIVE_ALL_REDUCE: return "all-reduce";
-    case PP_COLLECTIVE_ALL_GATHER: return "all-gather";
-    case PP_COLLECTIVE_REDUCE_SCATTER: return "reduce-scatter";
-    case PP_COLLECTIVE_ALL_TO_ALL: return "all-to-all";
-    case PP_COLLECTIVE_BROADCAST: return "broadcast";
-    default: return "collective";
-  }
-}
 
 // Which half of a backward pass a step runs (zero-bubble splits them).
 enum class Part { kForward, kBackward, kInputGradient, kWeightGradient };
@@ -59,81 +32,6 @@ struct Block {
   int64_t micro_batch;
   bool last_backward;  // the stage's last backward (or weight-gradient) pass over this chunk
 };
-
-// The plan's ops sorted by where the program runs them, each with its price.
-struct OpTable {
-  std::vector<double> seconds;  // per plan op: one instance times repeat
-  std::vector<double> one;      // per plan op: one instance
-  std::vector<uint32_t> per_micro_batch[kScopes][3];  // [scope][forward, backward, recompute]
-  std::vector<uint32_t> per_step[kScopes];            // frequency PER_STEP, phases other than STEP
-  std::vector<uint32_t> tail;                         // phase STEP
-  std::vector<uint32_t> boundary[2];                  // STEP scope, per micro-batch: [forward, backward]
-};
-
-int phase_slot(pp_phase phase) {
-  switch (phase) {
-    case PP_PHASE_FORWARD: return 0;
-    case PP_PHASE_RECOMPUTE: return 2;
-    default: return 1;
-  }
-}
-
-OpTable sort_ops(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware) {
-  OpTable table;
-  const auto ops = plan.ops();
-  for (uint32_t i = 0; i < ops.size(); ++i) {
-    const pp_op& op = ops[i];
-    const double one = paraplan::cost::op_time(plan, hardware, op);
-    table.one.push_back(one);
-    table.seconds.push_back(one * std::max<uint32_t>(op.repeat, 1));
-    const size_t scope = static_cast<size_t>(op.scope - 1);
-    if (op.phase == PP_PHASE_STEP)
-      table.tail.push_back(i);
-    else if (op.frequency == PP_PER_STEP)
-      table.per_step[scope].push_back(i);
-    else if (op.scope == PP_SCOPE_STEP)
-      table.boundary[op.phase == PP_PHASE_FORWARD ? 0 : 1].push_back(i);
-    else
-      table.per_micro_batch[scope][phase_slot(op.phase)].push_back(i);
-  }
-  return table;
-}
-
-// Layers of each chunk of each stage: the stage's layers split evenly, the first chunks taking
-// the remainder (the plan gives only the stage's total).
-std::vector<std::vector<int64_t>> chunk_layers(const paraplan::PlanView& plan, int64_t chunks) {
-  std::vector<std::vector<int64_t>> layers;
-  for (const pp_stage& stage : plan.stages()) {
-    std::vector<int64_t> split;
-    for (int64_t chunk = 0; chunk < chunks; ++chunk)
-      split.push_back(stage.layers / chunks + (chunk < stage.layers % chunks ? 1 : 0));
-    layers.push_back(split);
-  }
-  return layers;
-}
-
-// Steps of every stage; a plan without a pipeline runs its micro-batches one after the other.
-std::vector<std::vector<pp_schedule_step>> steps_by_stage(const paraplan::PlanView& plan) {
-  std::vector<std::vector<pp_schedule_step>> steps(plan.stages().size());
-  if (plan.steps().empty()) {
-    if (plan.stages().size() > 1)
-      throw paraplan::Error(PP_ERROR_UNSUPPORTED,
-                            "the plan has " + std::to_string(plan.stages().size()) +
-                                " pipeline stages but lists no schedule steps to simulate");
-    for (int32_t micro_batch = 0; micro_batch < plan.pipeline().micro_batches; ++micro_batch) {
-      steps[0].push_back({sizeof(pp_schedule_step), 0, micro_batch, 0, PP_PHASE_FORWARD});
-      steps[0].push_back({sizeof(pp_schedule_step), 0, micro_batch, 0, PP_PHASE_BACKWARD});
-    }
-    return steps;
-  }
-  for (const pp_schedule_step& step : plan.steps()) {
-    if (step.stage < 0 || static_cast<size_t>(step.stage) >= steps.size())
-      throw paraplan::Error(PP_ERROR_INVALID_ARGUMENT, "a schedule step names stage " + std::to_string(step.stage) +
-                                                           " of a " + std::to_string(steps.size()) + "-stage plan");
-    steps[static_cast<size_t>(step.stage)].push_back(step);
-  }
-  return steps;
-}
 
 class StageBuilder {
  public:
