@@ -67,9 +67,9 @@ class EventEngine {
   const StageProgram& program(int32_t rank) const;
 
  private:
-  struct State;
+  class State;
+  std::vector<RankRecord> records_;  // before state_, which fills it
   std::unique_ptr<State> state_;
-  std::vector<RankRecord> records_;
   double step_s_ = 0;
   uint64_t events_ = 0;
 };
