@@ -111,10 +111,7 @@ class StageBuilder {
   void size_memory(double overhead_bytes) {
     program_.static_bytes = overhead_bytes;
     for (const pp_memory_item& item : c_.plan.memory()) {
-      const double times = item.scope == PP_SCOPE_LAYER      ? static_cast<double>(stage().layers)
-                           : item.scope == PP_SCOPE_EMBEDDING ? (stage().has_embedding ? 1.0 : 0.0)
-                           : item.scope == PP_SCOPE_HEAD      ? (stage().has_head ? 1.0 : 0.0)
-                                                              : 1.0;
+      const double times = multiplicity(item.scope);
       if (item.kind == PP_MEMORY_ACTIVATIONS) {
         activations_[item.scope - 1] += item.bytes;
         program_.activation_bytes_per_micro_batch += times * item.bytes;
@@ -345,15 +342,9 @@ class StageBuilder {
 
   // After the last step: every stream drained, then the per-step ops no block drained, then phase STEP.
   void emit_tail() {
-    Instruction barrier = marker(-1);
-    std::vector<int32_t> everything;
     for (int32_t last : last_on_stream_)
-      if (last >= 0) everything.push_back(last);
-    everything.insert(everything.end(), pending_.begin(), pending_.end());
-    pending_.clear();
-    barrier.on_path = true;
-    barrier.path_previous = last_on_path_;
-    last_on_path_ = add(barrier, everything);
+      if (last >= 0) pending_.push_back(last);
+    on_path(marker(-1));
     for (pp_scope scope : {PP_SCOPE_HEAD, PP_SCOPE_LAYER, PP_SCOPE_EMBEDDING, PP_SCOPE_STEP}) {
       for (uint32_t op_index : c_.ops.per_step[static_cast<size_t>(scope - 1)]) {
         // Scope STEP has no block to drain behind: its per-step ops all run here.
