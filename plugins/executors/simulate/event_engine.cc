@@ -101,26 +101,29 @@ class EventEngine::State {
  private:
   void finish_transfer(int32_t flow, double now) {
     links_.finish(flow, now);
-    const Transfer transfer = std::move(transfers_[static_cast<size_t>(flow)]);
-    for (int32_t member : transfer.ranks) complete(member, transfer.stream, now);
-    if (transfer.receiver >= 0 && transfer.message >= 0)
-      ranks_[static_cast<size_t>(transfer.receiver)].arrived[static_cast<size_t>(transfer.message)] = now;
-    for (int32_t member : transfer.ranks) advance(member, now);
-    if (transfer.receiver >= 0) advance(transfer.receiver, now);
+    // Copied out: advancing the members may start a transfer that reuses the flow's slot.
+    const Transfer& transfer = transfers_[static_cast<size_t>(flow)];
+    finishing_.assign(transfer.ranks.begin(), transfer.ranks.end());
+    const int16_t stream = transfer.stream;
+    const int32_t receiver = transfer.receiver, message = transfer.message;
+    for (int32_t member : finishing_) complete(member, stream, now);
+    if (receiver >= 0 && message >= 0) ranks_[static_cast<size_t>(receiver)].arrived[static_cast<size_t>(message)] = now;
+    for (int32_t member : finishing_) advance(member, now);
+    if (receiver >= 0) advance(receiver, now);
   }
 
-  // Starts whatever can start on `rank` now; zero-time instructions finish at once and may
-  // unblock others, so it sweeps until nothing changes.
+  // Starts whatever can start on `rank` now. A zero-time instruction finishes at once and may
+  // unblock others, so the sweep repeats while one did.
   void advance(int32_t r, double now) {
     RankState& rank = ranks_[static_cast<size_t>(r)];
-    for (bool progressed = true; progressed;) {
-      progressed = false;
+    for (bool finished_at_once = true; finished_at_once;) {
+      finished_at_once = false;
       for (int16_t stream : rank.streams) {
         const size_t si = static_cast<size_t>(stream);
         const int32_t i = rank.head[si];
         if (i < 0 || rank.stream_state[si] != kIdle || !ready(r, i)) continue;
         begin(r, stream, i, now);
-        progressed = true;
+        finished_at_once |= rank.stream_state[si] == kIdle;
       }
     }
   }
@@ -162,8 +165,9 @@ class EventEngine::State {
       case Work::kSend: {
         rank.stream_state[si] = kRunning;
         const int32_t receiver = mesh_.at_stage(r, instruction.peer_stage);
-        start_transfer(instruction.seconds, {port(r, instruction.tier, 0), port(receiver, instruction.tier, 1)},
-                       Transfer{stream, {r}, receiver, instruction.message}, now);
+        ports_.assign({port(r, instruction.tier, 0), port(receiver, instruction.tier, 1)});
+        members_.assign(1, r);
+        start_transfer(instruction.seconds, stream, receiver, instruction.message, now);
         return;
       }
       case Work::kCollective: {
@@ -173,25 +177,30 @@ class EventEngine::State {
         if (++waiting < group_size_[static_cast<size_t>(axis)]) return;
         waiting = 0;  // the slowest member has arrived: everyone starts now
         mesh_.members(r, axis, members_);
-        std::vector<int32_t> ports;
+        ports_.clear();
         for (int32_t member : members_) {
           RankState& other = ranks_[static_cast<size_t>(member)];
           other.stream_state[si] = kRunning;
           other.started[si] = now;
           if (options_.record_timeline) records_[static_cast<size_t>(member)].start[static_cast<size_t>(other.head[si])] = now;
-          ports.push_back(port(member, instruction.tier, 0));
-          ports.push_back(port(member, instruction.tier, 1));
+          ports_.push_back(port(member, instruction.tier, 0));
+          ports_.push_back(port(member, instruction.tier, 1));
         }
-        start_transfer(instruction.seconds, std::move(ports), Transfer{stream, members_, -1, -1}, now);
+        start_transfer(instruction.seconds, stream, -1, -1, now);
         return;
       }
     }
   }
 
-  void start_transfer(double seconds, std::vector<int32_t> ports, Transfer transfer, double now) {
-    const int32_t flow = links_.start(seconds, std::move(ports), now);
+  // A transfer over ports_ running the instruction heading `stream` on each of members_.
+  void start_transfer(double seconds, int16_t stream, int32_t receiver, int32_t message, double now) {
+    const int32_t flow = links_.start(seconds, ports_, now);
     if (transfers_.size() <= static_cast<size_t>(flow)) transfers_.resize(static_cast<size_t>(flow) + 1);
-    transfers_[static_cast<size_t>(flow)] = std::move(transfer);
+    Transfer& transfer = transfers_[static_cast<size_t>(flow)];
+    transfer.stream = stream;
+    transfer.ranks.assign(members_.begin(), members_.end());  // reuses a finished transfer's storage
+    transfer.receiver = receiver;
+    transfer.message = message;
   }
 
   // The instruction heading `stream` on `rank` has finished.
@@ -295,7 +304,7 @@ class EventEngine::State {
   // stream runs its collectives in program order, so a group has one pending at a time.
   std::vector<std::vector<int32_t>> arrivals_;
   std::vector<int32_t> group_size_;  // per axis: simulated members of a group
-  std::vector<int32_t> members_;     // scratch
+  std::vector<int32_t> members_, ports_, finishing_;  // scratch, reused
 };
 
 EventEngine::EventEngine(const ProgramSet& programs, const RankMesh& mesh, const pp_hardware_profile& profile,

@@ -4,7 +4,7 @@
 
 namespace simulate {
 
-int32_t SharedLinks::start(double seconds, std::vector<int32_t> ports, double now) {
+int32_t SharedLinks::start(double seconds, const std::vector<int32_t>& ports, double now) {
   int32_t id;
   if (!free_.empty()) {
     id = free_.back();
@@ -19,7 +19,7 @@ int32_t SharedLinks::start(double seconds, std::vector<int32_t> ports, double no
   flow.rate = 1;
   flow.updated = now;
   flow.live = true;
-  flow.ports = std::move(ports);
+  flow.ports.assign(ports.begin(), ports.end());  // reuses a finished flow's storage
   for (int32_t port : flow.ports) users_[static_cast<size_t>(port)].push_back(id);
   retime_sharers(flow.ports, now);  // itself included
   return id;
@@ -37,9 +37,8 @@ void SharedLinks::finish(int32_t id, double now) {
     std::vector<int32_t>& users = users_[static_cast<size_t>(port)];
     users.erase(std::find(users.begin(), users.end(), id));
   }
-  const std::vector<int32_t> ports = std::move(flow.ports);
   free_.push_back(id);
-  retime_sharers(ports, now);
+  retime_sharers(flow.ports, now);  // re-timing never touches the finished flow
 }
 
 // Progress so far at the old rate, the rest at the rate of its most shared port.

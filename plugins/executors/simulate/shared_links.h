@@ -53,7 +53,7 @@ class SharedLinks {
   SharedLinks(size_t ports, EventQueue& queue) : users_(ports), queue_(queue) {}
 
   // Starts a transfer and queues its end; returns its id (ids are reused once finished).
-  int32_t start(double seconds, std::vector<int32_t> ports, double now);
+  int32_t start(double seconds, const std::vector<int32_t>& ports, double now);
   // False for an end queued before the flow was re-timed (a later event stands for it).
   bool current(int32_t flow, uint32_t version) const;
   // Ends a flow at `now`: its ports free up and the flows that shared them speed up.

@@ -1,6 +1,7 @@
 #include "stage_program.h"
 
 #include <algorithm>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 
@@ -72,7 +73,8 @@ class StageBuilder {
         for (uint32_t op : c_.ops.boundary[forward ? 0 : 1]) {
           const pp_op& received = c_.plan.ops()[op];
           if (received.kind == PP_OP_SEND_RECV) continue;
-          communicate(received, c_.ops.one[op], index, label_of(received, "mb" + std::to_string(step.micro_batch)), false);
+          communicate(received, c_.ops.one[op], index,
+                      intern(label_of(received, "mb" + std::to_string(step.micro_batch))), false);
         }
       }
       if (forward) memory(index, chunk_activation_bytes(step.chunk));
@@ -154,14 +156,28 @@ class StageBuilder {
   }
 
   // The ops a block runs in its phase, in execution order.
-  std::vector<uint32_t> block_ops(const Block& block) const {
-    const size_t scope = static_cast<size_t>(block.scope - 1);
-    if (block.part == Part::kForward) return c_.ops.per_micro_batch[scope][0];
-    std::vector<uint32_t> ops;
+  const std::vector<uint32_t>& block_ops(const Block& block) {
+    const size_t scope = static_cast<size_t>(block.scope - 1), part = static_cast<size_t>(block.part);
+    std::vector<uint32_t>& ops = block_ops_[scope][part];
+    if (block_ops_known_[scope][part]) return ops;
+    block_ops_known_[scope][part] = true;
+    if (block.part == Part::kForward) return ops = c_.ops.per_micro_batch[scope][0];
     if (block.part != Part::kWeightGradient) ops = c_.ops.per_micro_batch[scope][2];  // recompute first
     const std::vector<uint32_t>& backward = c_.ops.per_micro_batch[scope][1];
     ops.insert(ops.end(), backward.rbegin(), backward.rend());
     return ops;
+  }
+
+  // Labels are the same for every micro-batch: built once per op (or op range) and block.
+  int32_t block_label(uint32_t op_index, const Block& block, bool per_step = false) {
+    const uint64_t key = uint64_t{op_index} << 40 | uint64_t{static_cast<uint32_t>(block.scope)} << 36 |
+                         static_cast<uint64_t>(block.layer + 1) << 4 | (per_step ? 1u : 0u);
+    auto [found, inserted] = transfer_labels_.try_emplace(key, -1);
+    if (inserted) {
+      const pp_op& op = c_.plan.ops()[op_index];
+      found->second = intern(label_of(op, block_name(block) + (per_step ? " (per step)" : "")));
+    }
+    return found->second;
   }
 
   std::string block_name(const Block& block) const {
@@ -188,16 +204,14 @@ class StageBuilder {
     for (uint32_t op : block_ops(block)) {
       const pp_op& gather = c_.plan.ops()[op];
       if (!gathers_parameters(gather) || gather.overlap != PP_OVERLAP_COMPUTE) continue;
-      const int32_t at = communicate(gather, c_.ops.seconds[op], block.step, label_of(gather, block_name(block)),
-                                     /*overlapped=*/true);
+      const int32_t at = communicate(gather, c_.ops.seconds[op], block.step, block_label(op, block), /*overlapped=*/true);
       prefetched_[block_index].push_back(at);
     }
   }
 
   void emit_block(size_t block_index) {
     const Block& block = blocks_[block_index];
-    const std::vector<uint32_t> ops = block_ops(block);
-    const std::string name = block_name(block);
+    const std::vector<uint32_t>& ops = block_ops(block);
     std::vector<int32_t> joins;
     auto found = prefetched_.find(block_index);
     if (found != prefetched_.end()) {
@@ -208,7 +222,7 @@ class StageBuilder {
     for (uint32_t op : ops) {
       const pp_op& gather = c_.plan.ops()[op];
       if (gathers_parameters(gather) && gather.overlap != PP_OVERLAP_COMPUTE && block.part != Part::kWeightGradient)
-        communicate(gather, c_.ops.seconds[op], block.step, label_of(gather, name), false);
+        communicate(gather, c_.ops.seconds[op], block.step, block_label(op, block), false);
     }
     // Overlappable communication runs alongside the block's compute, wherever the plan lists it.
     for (uint32_t op_index : ops) {
@@ -216,7 +230,7 @@ class StageBuilder {
       const double seconds = c_.ops.seconds[op_index] * share(op, block.part);
       if (communicates(op) && op.overlap == PP_OVERLAP_COMPUTE && !gathers_parameters(op) && !reduces_gradients(op) &&
           seconds > 0)
-        joins.push_back(communicate(op, seconds, block.step, label_of(op, name), /*overlapped=*/true));
+        joins.push_back(communicate(op, seconds, block.step, block_label(op_index, block), /*overlapped=*/true));
     }
     Segment segment;
     for (uint32_t op_index : ops) {
@@ -226,12 +240,12 @@ class StageBuilder {
         if (seconds <= 0) continue;
         const bool expert = is_expert(op.name), recompute = op.phase == PP_PHASE_RECOMPUTE;
         if (segment.seconds > 0 && (segment.expert != expert || segment.recompute != recompute)) flush(segment, block);
-        segment.add(op, seconds, expert, recompute);
+        segment.add(op_index, seconds, expert, recompute);
         continue;
       }
       if (gathers_parameters(op) || reduces_gradients(op) || op.overlap == PP_OVERLAP_COMPUTE || seconds <= 0) continue;
       flush(segment, block);
-      communicate(op, seconds, block.step, label_of(op, name), /*overlapped=*/false);
+      communicate(op, seconds, block.step, block_label(op_index, block), /*overlapped=*/false);
     }
     flush(segment, block);
     pending_.insert(pending_.end(), joins.begin(), joins.end());
@@ -240,14 +254,15 @@ class StageBuilder {
       const pp_op& op = c_.plan.ops()[op_index];
       const double seconds = c_.ops.seconds[op_index] * share(op, block.part);
       if (reduces_gradients(op) && seconds > 0)
-        communicate(op, seconds, block.step, label_of(op, name), op.overlap == PP_OVERLAP_COMPUTE, /*reduce=*/true);
+        communicate(op, seconds, block.step, block_label(op_index, block), op.overlap == PP_OVERLAP_COMPUTE,
+                    /*reduce=*/true);
     }
     // Per-step gradient reductions of this block, after the stage's last backward pass over it.
     if (block.last_backward && block.part != Part::kInputGradient) {
       for (uint32_t op_index : c_.ops.per_step[static_cast<size_t>(block.scope - 1)]) {
         const pp_op& op = c_.plan.ops()[op_index];
         if (op.overlap == PP_OVERLAP_COMPUTE)
-          communicate(op, c_.ops.seconds[op_index], block.step, label_of(op, name + " (per step)"), true,
+          communicate(op, c_.ops.seconds[op_index], block.step, block_label(op_index, block, /*per_step=*/true), true,
                       /*reduce=*/reduces_gradients(op));
       }
     }
@@ -257,10 +272,10 @@ class StageBuilder {
   struct Segment {
     double seconds = 0;
     bool expert = false, recompute = false;
-    std::string first, last;
-    void add(const pp_op& op, double more, bool is_expert_op, bool is_recompute) {
-      if (first.empty()) first = op.name, expert = is_expert_op, recompute = is_recompute;
-      last = op.name;
+    int64_t first = -1, last = -1;  // plan op indices
+    void add(uint32_t op, double more, bool is_expert_op, bool is_recompute) {
+      if (first < 0) first = op, expert = is_expert_op, recompute = is_recompute;
+      last = op;
       seconds += more;
     }
   };
@@ -271,9 +286,17 @@ class StageBuilder {
     compute.kind = Work::kCompute;
     compute.seconds = segment.seconds;
     compute.step = block.step;
-    std::string phase = segment.recompute ? "recompute" : part_word(block.part);
-    std::string ops = segment.first == segment.last ? segment.first : segment.first + ".." + segment.last;
-    compute.label = intern(phase + " " + block_name(block) + ": " + ops);
+    const uint64_t key = static_cast<uint64_t>(segment.first) << 48 | static_cast<uint64_t>(segment.last) << 32 |
+                         uint64_t{static_cast<uint32_t>(block.scope)} << 28 | static_cast<uint64_t>(block.layer + 1) << 4 |
+                         (segment.recompute ? 8u : static_cast<uint32_t>(block.part));
+    auto [found, inserted] = compute_labels_.try_emplace(key, -1);
+    if (inserted) {
+      const std::string first = c_.plan.ops()[static_cast<size_t>(segment.first)].name;
+      const std::string last = c_.plan.ops()[static_cast<size_t>(segment.last)].name;
+      found->second = intern(std::string(segment.recompute ? "recompute" : part_word(block.part)) + " " +
+                             block_name(block) + ": " + (first == last ? first : first + ".." + last));
+    }
+    compute.label = found->second;
     if (segment.expert)
       compute.expert_slot = static_cast<int32_t>(block.micro_batch * (c_.plan.model().layers + 1) + block.layer + 1);
     on_path(compute);
@@ -282,12 +305,12 @@ class StageBuilder {
 
   // A transfer on its axis's stream. Critical ones sit on the rank's path (the next compute
   // waits); overlapped ones start when the path reaches them and are joined by the caller.
-  int32_t communicate(const pp_op& op, double seconds, int32_t step, const std::string& label, bool overlapped,
+  int32_t communicate(const pp_op& op, double seconds, int32_t step, int32_t label, bool overlapped,
                       bool reduce = false) {
     Instruction transfer;
     transfer.seconds = seconds;
     transfer.step = step;
-    transfer.label = intern(label);
+    transfer.label = label;
     transfer.owner = owner_of(op);
     if (op.kind == PP_OP_HOST_TRANSFER) {
       transfer.kind = Work::kCompute;  // a copy engine: no group, no mesh link
@@ -300,8 +323,7 @@ class StageBuilder {
       transfer.tier = static_cast<uint8_t>(paraplan::cost::tier_for_span(
           c_.profile, op.kind == PP_OP_SEND_RECV ? axis.stride + 1 : axis.stride * axis.degree));
     }
-    if (!overlapped) return on_path(transfer);
-    return add(transfer, {last_on_path_});
+    return overlapped ? beside_path(transfer) : on_path(transfer);
   }
 
   void send(const pp_schedule_step& step, int32_t index, bool forward) {
@@ -330,7 +352,7 @@ class StageBuilder {
       transfer.label = intern(std::string(op.name) + " mb" + std::to_string(step.micro_batch) + " chunk" +
                               std::to_string(step.chunk) + " to stage " + std::to_string(peer));
       if (op.overlap == PP_OVERLAP_COMPUTE)
-        add(transfer, {last_on_path_});
+        beside_path(transfer);
       else
         on_path(transfer);
     }
@@ -361,7 +383,7 @@ class StageBuilder {
     const double seconds = multiplicity(op.scope) * c_.ops.seconds[op_index];
     if (seconds <= 0) return;
     if (communicates(op)) {
-      communicate(op, seconds, -1, label_of(op, scope_name(op.scope)), false, reduces_gradients(op));
+      communicate(op, seconds, -1, intern(label_of(op, scope_name(op.scope))), false, reduces_gradients(op));
       return;
     }
     Instruction compute;
@@ -415,14 +437,18 @@ class StageBuilder {
   int32_t on_path(Instruction instruction) {
     instruction.on_path = true;
     instruction.path_previous = last_on_path_;
-    std::vector<int32_t> deps = std::move(pending_);
+    if (last_on_path_ >= 0) pending_.push_back(last_on_path_);
+    last_on_path_ = add(instruction, pending_);
     pending_.clear();
-    if (last_on_path_ >= 0) deps.push_back(last_on_path_);
-    last_on_path_ = add(instruction, deps);
     return last_on_path_;
   }
 
-  int32_t add(Instruction instruction, const std::vector<int32_t>& deps) {
+  // Appends an instruction that starts when the path reaches this point and runs beside it.
+  int32_t beside_path(const Instruction& instruction) {
+    return add(instruction, std::span<const int32_t>(&last_on_path_, last_on_path_ >= 0 ? 1 : 0));
+  }
+
+  int32_t add(Instruction instruction, std::span<const int32_t> deps) {
     instruction.deps_begin = static_cast<uint32_t>(program_.dependencies.size());
     for (int32_t dep : deps)
       if (dep >= 0) program_.dependencies.push_back(dep);
@@ -434,7 +460,7 @@ class StageBuilder {
   }
 
   int32_t intern(const std::string& label) {
-    auto [found, inserted] = label_index_.emplace(label, static_cast<int32_t>(program_.labels.size()));
+    auto [found, inserted] = label_index_.try_emplace(label, static_cast<int32_t>(program_.labels.size()));
     if (inserted) program_.labels.push_back(label);
     return found->second;
   }
@@ -449,6 +475,9 @@ class StageBuilder {
   std::vector<int32_t> last_on_stream_;
   std::unordered_map<size_t, std::vector<int32_t>> prefetched_;  // block -> its prefetched gathers
   std::unordered_map<std::string, int32_t> label_index_;
+  std::unordered_map<uint64_t, int32_t> transfer_labels_, compute_labels_;  // see block_label(), flush()
+  std::vector<uint32_t> block_ops_[kScopes][4];  // [scope][part], see block_ops()
+  bool block_ops_known_[kScopes][4] = {};
 };
 
 }  // namespace
