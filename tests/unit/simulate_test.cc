@@ -133,6 +133,21 @@ std::vector<std::string> without_overlap(const ShippedRecipe& recipe) {
   return {std::string("strategy.") + recipe.data_parallel + ".overlap=false"};
 }
 
+// The pacing rank's step splits into compute, optimizer, exposed communication and idle time; the
+// parts are measured separately (idle is what is left), so a negative idle time would mean time
+// counted twice.
+TEST(Simulate, TheStepSplitsWithoutCountingTimeTwice) {
+  for (const ShippedRecipe& recipe : kShipped) {
+    for (const std::vector<std::string>& overrides : {std::vector<std::string>{}, without_overlap(recipe)}) {
+      const Evaluated run = test::evaluate_file(std::string(PARAPLAN_RECIPES_DIR) + recipe.file, "simulate", overrides);
+      const double step = run.number("time.step_s");
+      EXPECT_GE(run.number("time.idle_s"), -1e-9 * step) << recipe.file;
+      EXPECT_LE(run.number("time.bubble_s"), run.number("time.pipeline_s")) << recipe.file;
+      EXPECT_GT(run.number("time.compute_s"), 0.5 * step) << recipe.file;
+    }
+  }
+}
+
 TEST(Simulate, WithoutOverlapAgreesWithTheAnalyticModelWithinTwoPercent) {
   for (const ShippedRecipe& recipe : kShipped) {
     const std::string file = std::string(PARAPLAN_RECIPES_DIR) + recipe.file;

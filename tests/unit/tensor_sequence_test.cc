@@ -2,6 +2,7 @@
 // eq. 2-4 and Table 2) and the Megatron-LM communication pattern, derived by hand here.
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "test_support.h"
 
@@ -71,41 +72,50 @@ TEST(TensorParallel, FourAllReducesPerLayerOfTheLayerActivation) {
   EXPECT_NEAR(recomputed.number("comm.tp.bytes_per_gpu_per_step"), (6 * layers + 2) * 2 * (t - 1) / t * n, 1.0);
 }
 
-// The layer's ops of one phase in execution order (plan.h: list order, backward reversed), as
-// "name" for the model's ops and "name:kind" for tensor-parallel collectives.
-std::vector<std::string> layer_sequence(const test::Evaluated& evaluated, pp_phase phase) {
-  std::vector<std::string> sequence;
+// A scope's ops of one phase in execution order (plan.h: list order, backward reversed): GEMMs by
+// name, tensor-parallel collectives as AR, AG or RS; memory-bound ops left out.
+std::vector<std::string> sequence(const test::Evaluated& evaluated, pp_phase phase, pp_scope scope = PP_SCOPE_LAYER) {
+  std::vector<std::string> names;
   for (const pp_op& op : evaluated.composed.plan->op_list()) {
-    if (op.scope != PP_SCOPE_LAYER || op.phase != phase || op.kind == PP_OP_MEMORY) continue;
+    if (op.scope != scope || op.phase != phase || (op.kind == PP_OP_MEMORY && std::string_view(op.name) != "embedding"))
+      continue;
     std::string name = op.name;
     if (op.kind == PP_OP_COLLECTIVE)
       name = op.collective == PP_COLLECTIVE_ALL_REDUCE ? "AR" : op.collective == PP_COLLECTIVE_ALL_GATHER ? "AG" : "RS";
-    sequence.push_back(name);
+    names.push_back(name);
   }
-  if (phase == PP_PHASE_BACKWARD) std::reverse(sequence.begin(), sequence.end());
-  return sequence;
+  if (phase == PP_PHASE_BACKWARD) std::reverse(names.begin(), names.end());
+  return names;
 }
 
 // Megatron-LM's f and g operators (Shoeybi et al. 2019, Fig. 3): forward, an all-reduce after each
 // row-parallel GEMM; backward, one after each block's column-parallel GEMMs. With sequence
 // parallelism (Korthikanti et al. 2022, Fig. 5) the forward all-gather precedes the column-parallel
 // GEMM and the reduce-scatter follows the row-parallel one; backward the conjugates swap places.
-// (Memory-bound ops left out of the sequences.)
+// The vocabulary-parallel ends: the embedding's partial sums are all-reduced (with SP scattered)
+// forward and its gradient gathered backward; the output layer's input is gathered forward and
+// its gradient reduced (scattered) backward.
 TEST(TensorParallel, CollectivesSitWhereTheyRun) {
   auto tp = test::evaluate_recipe(gpt_recipe(8, kTp8));
-  EXPECT_EQ(layer_sequence(tp, PP_PHASE_FORWARD),
+  EXPECT_EQ(sequence(tp, PP_PHASE_FORWARD),
             (std::vector<std::string>{"qkv", "attention_scores", "attention_context", "attn_out", "AR", "mlp_up",
                                       "mlp_down", "AR"}));
-  EXPECT_EQ(layer_sequence(tp, PP_PHASE_BACKWARD),
+  EXPECT_EQ(sequence(tp, PP_PHASE_BACKWARD),
             (std::vector<std::string>{"mlp_down", "mlp_up", "AR", "attn_out", "attention_context", "attention_scores",
                                       "qkv", "AR"}));
   auto sp = test::evaluate_recipe(gpt_recipe(8, kTp8 + kSp));
-  EXPECT_EQ(layer_sequence(sp, PP_PHASE_FORWARD),
+  EXPECT_EQ(sequence(sp, PP_PHASE_FORWARD),
             (std::vector<std::string>{"AG", "qkv", "attention_scores", "attention_context", "attn_out", "RS", "AG",
                                       "mlp_up", "mlp_down", "RS"}));
-  EXPECT_EQ(layer_sequence(sp, PP_PHASE_BACKWARD),
+  EXPECT_EQ(sequence(sp, PP_PHASE_BACKWARD),
             (std::vector<std::string>{"AG", "mlp_down", "mlp_up", "RS", "AG", "attn_out", "attention_context",
                                       "attention_scores", "qkv", "RS"}));
+  EXPECT_EQ(sequence(tp, PP_PHASE_FORWARD, PP_SCOPE_EMBEDDING), (std::vector<std::string>{"embedding", "AR"}));
+  EXPECT_EQ(sequence(tp, PP_PHASE_BACKWARD, PP_SCOPE_HEAD), (std::vector<std::string>{"logits", "AR"}));
+  EXPECT_EQ(sequence(sp, PP_PHASE_FORWARD, PP_SCOPE_EMBEDDING), (std::vector<std::string>{"embedding", "RS"}));
+  EXPECT_EQ(sequence(sp, PP_PHASE_BACKWARD, PP_SCOPE_EMBEDDING), (std::vector<std::string>{"AG", "embedding"}));
+  EXPECT_EQ(sequence(sp, PP_PHASE_FORWARD, PP_SCOPE_HEAD), (std::vector<std::string>{"AG", "logits"}));
+  EXPECT_EQ(sequence(sp, PP_PHASE_BACKWARD, PP_SCOPE_HEAD), (std::vector<std::string>{"logits", "RS"}));
 }
 
 TEST(TensorParallel, CollectivesAreExposedUnlessOverlapped) {

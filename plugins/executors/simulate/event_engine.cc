@@ -219,13 +219,13 @@ class EventEngine::State {
     rank.stream_state[si] = kIdle;
   }
 
-  // Path time: compute in steps is work; communication is its owner's exposed time.
+  // Path time: compute, in the steps or after them; communication is its owner's exposed time.
   static void charge(RankRecord& record, const Instruction& instruction, double seconds) {
     if (instruction.owner >= 0) {
       record.exposed_comm_s[static_cast<size_t>(instruction.owner)] += seconds;
       if (instruction.step >= 0) record.exposed_comm_in_steps_s += seconds;
-    } else if (instruction.kind == Work::kCompute && instruction.step >= 0) {
-      record.compute_s += seconds;
+    } else if (instruction.kind == Work::kCompute) {
+      (instruction.step >= 0 ? record.compute_s : record.tail_compute_s) += seconds;
     }
   }
 

@@ -39,9 +39,10 @@ struct RankRecord {
   std::vector<double> start, finish;      // per instruction (start only with record_timeline)
   std::vector<double> busy_s;             // per stream: time it ran something
   // The rank's path (compute, critical communication) split by what its time went to: compute
-  // in schedule steps, and per owner the communication it ran or waited for (steps and tail);
-  // what is left of the path is waiting for other ranks (the bubble).
+  // in the schedule steps and after them, and per owner the communication it ran or waited for
+  // (steps and tail); the rest of the step it waited for other ranks.
   double compute_s = 0;
+  double tail_compute_s = 0;              // after the steps: the optimizer update
   std::vector<double> exposed_comm_s;     // per ProgramSet::owners
   double exposed_comm_in_steps_s = 0;
   double pipeline_end_s = 0;              // when its last schedule step ended

@@ -8,14 +8,18 @@
 // Results (keys under the same names as the analytic executor's where they mean the same):
 //   time.step_s                 one optimizer step: when the last rank finishes its last instruction
 //                               (the optimizer update, and what follows it: updated parameters' all-gather)
+//   time.pace_rank              the rank with the most work in its steps; the split below is its:
+//     step = compute_s + optimizer_s + sum of exposed_comm_s.<owner> + idle_s, exactly
+//   time.compute_s              its compute in the schedule steps
+//   time.optimizer_s            its compute after them
+//   time.exposed_comm_s.<owner> communication on its path or that its path waited for, steps and tail
+//   time.idle_s                 waiting for other ranks: pipeline neighbours, a group's slowest member,
+//                               the last rank to finish
+//   time.bubble_s               pipeline_s - work_s: how much longer the pipeline phase lasts than the
+//                               pace rank's work in it (its fill and drain, and waits on other ranks)
+//   time.work_s                 compute + exposed communication in the steps
 //   time.pipeline_s             when the last rank finishes its last schedule step
 //   time.tail_s                 step - pipeline: drained gradient reductions, the optimizer, what follows it
-//   time.pace_rank              the rank with the most work in its steps (the one reported below)
-//   time.compute_s              its compute in the steps
-//   time.exposed_comm_s.<owner> its time on communication it ran on its path or waited for, steps and tail
-//   time.work_s                 compute + exposed communication in the steps
-//   time.bubble_s               pipeline - work: the rest, waiting for other ranks (pipeline
-//                               neighbours, the slowest member of a group)
 //   pipeline.bubble_fraction    bubble / work (1F1B's (p-1)/m with uniform stages and free communication)
 //   streams.stage_<s>.<stream>.busy_fraction   time the stream ran something / step, mean over the stage's ranks
 //   memory.peak_bytes.stage_<s> model state, buffers and the activations in use at their peak
@@ -123,9 +127,9 @@ class Simulate : public paraplan::Executor {
     return (straggler_rank_ / axis.stride) % axis.degree;
   }
 
-  // The rank with the most work in its steps sets the pace; its time splits into compute,
-  // exposed communication by owner, and the bubble: the rest of the pipeline phase, spent
-  // waiting for other ranks (pipeline neighbours, a group's slowest member).
+  // The rank with the most work in its steps sets the pace (the lowest such rank, so ties are
+  // settled the same way every run). Its step splits exactly into compute, optimizer, exposed
+  // communication by owner and idle time.
   static void report_time(const paraplan::ResultSink& results, const paraplan::PlanView& plan,
                           const simulate::ProgramSet& programs, const simulate::RankMesh& mesh,
                           const simulate::EventEngine& engine) {
@@ -133,20 +137,24 @@ class Simulate : public paraplan::Executor {
     int32_t pace = 0;
     for (int32_t rank = 0; rank < mesh.size(); ++rank) {
       pipeline = std::max(pipeline, engine.record(rank).pipeline_end_s);
-      if (engine.record(rank).work_s() > engine.record(pace).work_s()) pace = rank;
+      if (engine.record(rank).work_s() > engine.record(pace).work_s() * (1 + 1e-12)) pace = rank;
     }
     const simulate::RankRecord& record = engine.record(pace);
-    const double work = record.work_s();
+    const double step = engine.step_s(), work = record.work_s();
+    double busy = record.compute_s + record.tail_compute_s;
+    for (double exposed : record.exposed_comm_s) busy += exposed;
     const double bubble = std::max(0.0, pipeline - work);
-    results.number("time.step_s", engine.step_s());
-    results.number("time.pipeline_s", pipeline);
-    results.number("time.tail_s", engine.step_s() - pipeline);
+    results.number("time.step_s", step);
+    results.number("time.pace_rank", static_cast<double>(mesh.global_rank(pace)));
     results.number("time.compute_s", record.compute_s);
+    results.number("time.optimizer_s", record.tail_compute_s);
     for (size_t owner = 0; owner < programs.owners.size(); ++owner)
       results.number("time.exposed_comm_s." + programs.owners[owner], record.exposed_comm_s[owner]);
-    results.number("time.work_s", work);
+    results.number("time.idle_s", step - busy);
     results.number("time.bubble_s", bubble);
-    results.number("time.pace_rank", static_cast<double>(mesh.global_rank(pace)));
+    results.number("time.work_s", work);
+    results.number("time.pipeline_s", pipeline);
+    results.number("time.tail_s", step - pipeline);
     results.number("pipeline.bubble_fraction", work > 0 ? bubble / work : 0.0);
     results.number("pipeline.stages", static_cast<double>(plan.pipeline().stages));
     results.number("pipeline.virtual_stages", static_cast<double>(plan.pipeline().virtual_stages));

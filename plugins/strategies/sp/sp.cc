@@ -107,35 +107,45 @@ class SequenceParallel : public paraplan::Strategy {
   }
 
  private:
-  // Where the all-gather that pairs with the TP collective at `index` runs (tp places its
-  // all-reduces after row-parallel GEMMs forward, before column-parallel ones backward). Forward,
-  // the sequence-parallel region is gathered before the block's column-parallel GEMM; backward,
-  // the gradient is gathered right after the row-parallel GEMM's backward entry, which a backward
-  // pass runs before it. The embedding's and the logits' have no partner: right after.
-  static uint32_t gather_position(const std::vector<pp_op>& ops, uint32_t index) {
+  // Where (and in which phase) the all-gather that pairs with the TP collective at `index` runs;
+  // tp places its all-reduces after row-parallel GEMMs forward, before column-parallel ones
+  // backward. Forward, the sequence-parallel region is gathered before the block's
+  // column-parallel GEMM; backward, the gradient is gathered right after the row-parallel GEMM's
+  // backward entry, which a backward pass runs before it. The vocabulary-parallel ends pair across
+  // phases: the embedding's output is scattered forward and its gradient gathered backward; the
+  // output layer's input is gathered forward and its gradient scattered backward.
+  struct GatherPlace {
+    uint32_t at;
+    pp_phase phase;
+  };
+  static GatherPlace gather_place(const std::vector<pp_op>& ops, uint32_t index) {
     const pp_phase phase = ops[index].phase;
     const bool backward = phase == PP_PHASE_BACKWARD;
     const std::string_view anchor = backward ? (index + 1 < ops.size() ? ops[index + 1].name : "")
                                              : (index > 0 ? ops[index - 1].name : "");
-    auto find = [&](std::initializer_list<std::string_view> names) -> int64_t {
+    auto find = [&](std::initializer_list<std::string_view> names, pp_phase in) -> int64_t {
       for (uint32_t i = 0; i < ops.size(); ++i)
-        if (ops[i].phase == phase && std::find(names.begin(), names.end(), std::string_view(ops[i].name)) != names.end())
+        if (ops[i].phase == in && std::find(names.begin(), names.end(), std::string_view(ops[i].name)) != names.end())
           return i;
       return -1;
     };
     int64_t partner = -1;
     if (!backward) {
-      if (anchor == "attn_out") partner = find({"qkv"});
-      if (anchor == "mlp_down") partner = find({"mlp_up", "mlp_gate"});
-      if (anchor == "expert_down") partner = find({"expert_up", "expert_gate"});
-      if (partner >= 0) return static_cast<uint32_t>(partner);
+      if (anchor == "attn_out") partner = find({"qkv"}, phase);
+      if (anchor == "mlp_down") partner = find({"mlp_up", "mlp_gate"}, phase);
+      if (anchor == "expert_down") partner = find({"expert_up", "expert_gate"}, phase);
+      if (partner >= 0) return {static_cast<uint32_t>(partner), phase};
+      partner = anchor == "embedding" ? find({"embedding"}, PP_PHASE_BACKWARD) : -1;
+      if (partner >= 0) return {static_cast<uint32_t>(partner + 1), PP_PHASE_BACKWARD};
     } else {
-      if (anchor == "qkv") partner = find({"attn_out"});
-      if (anchor == "mlp_up" || anchor == "mlp_gate") partner = find({"mlp_down"});
-      if (anchor == "expert_up" || anchor == "expert_gate") partner = find({"expert_down"});
-      if (partner >= 0) return static_cast<uint32_t>(partner + 1);
+      if (anchor == "qkv") partner = find({"attn_out"}, phase);
+      if (anchor == "mlp_up" || anchor == "mlp_gate") partner = find({"mlp_down"}, phase);
+      if (anchor == "expert_up" || anchor == "expert_gate") partner = find({"expert_down"}, phase);
+      if (partner >= 0) return {static_cast<uint32_t>(partner + 1), phase};
+      partner = anchor == "logits" ? find({"logits"}, PP_PHASE_FORWARD) : -1;
+      if (partner >= 0) return {static_cast<uint32_t>(partner), PP_PHASE_FORWARD};
     }
-    return index + 1;
+    return {index + 1, phase};
   }
 
   // Megatron SP: every TP all-reduce becomes reduce-scatter + all-gather; replicated work and
@@ -161,7 +171,9 @@ class SequenceParallel : public paraplan::Strategy {
         pp_op gather = op;
         gather.collective = PP_COLLECTIVE_ALL_GATHER;
         paraplan::copy_name(gather.name, "tp_all_gather");
-        gathers.push_back({gather_position(ops, i), gather});
+        const GatherPlace place = gather_place(ops, i);
+        gather.phase = place.phase;
+        gathers.push_back({place.at, gather});
       } else if (op.kind == PP_OP_COLLECTIVE && std::string_view(op.owner) == "ep") {
         op.bytes /= t;  // each tensor-parallel rank now dispatches only its s/t tokens to the experts
         plan.set_op(i, op);
