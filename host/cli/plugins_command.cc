@@ -70,7 +70,7 @@ int list_plugins(const PluginCatalog& catalog, bool json) {
   } else {
     std::cout << std::left << std::setw(22) << "NAME" << std::setw(10) << "KIND" << std::setw(10) << "VERSION"
               << std::setw(6) << "ABI" << "FILE\n";
-    for (pp_plugin_kind kind : {PP_KIND_STRATEGY, PP_KIND_HARDWARE, PP_KIND_EXECUTOR})
+    for (pp_plugin_kind kind : {PP_KIND_STRATEGY, PP_KIND_HARDWARE, PP_KIND_EXECUTOR, PP_KIND_EXPORTER})
       for (const LoadedPlugin* plugin : catalog.of_kind(kind))
         std::cout << std::left << std::setw(22) << plugin->name() << std::setw(10) << kind_name(kind) << std::setw(10)
                   << plugin->metadata->version << std::setw(6) << abi_of(*plugin->metadata) << plugin->file.string()

@@ -16,6 +16,7 @@ PluginInstance::PluginInstance(const LoadedPlugin& plugin, ParamValues params, s
   const pp_plugin_v1& metadata = *plugin_.metadata;
   auto create = metadata.kind == PP_KIND_STRATEGY   ? metadata.strategy->create
                 : metadata.kind == PP_KIND_HARDWARE ? metadata.hardware->create
+                : metadata.kind == PP_KIND_EXPORTER ? metadata.exporter->create
                                                     : metadata.executor->create;
   invoke([&](pp_error* error) { return create(params_.set(), &handle_, error); });
 }
@@ -25,6 +26,7 @@ PluginInstance::~PluginInstance() {
   const pp_plugin_v1& metadata = *plugin_.metadata;
   auto destroy = metadata.kind == PP_KIND_STRATEGY   ? metadata.strategy->destroy
                  : metadata.kind == PP_KIND_HARDWARE ? metadata.hardware->destroy
+                 : metadata.kind == PP_KIND_EXPORTER ? metadata.exporter->destroy
                                                      : metadata.executor->destroy;
   destroy(handle_);
 }

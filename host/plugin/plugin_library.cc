@@ -2,6 +2,8 @@
 
 #include <boost/dll/library_info.hpp>
 
+#include <cstddef>
+
 #include <algorithm>
 #include <fstream>
 #include <regex>
@@ -62,6 +64,14 @@ void check_kind_table(const std::filesystem::path& file, const pp_plugin_v1& met
           !metadata.executor->create || !metadata.executor->destroy || !metadata.executor->run)
         refuse(file, "executor plugin without a complete executor function table");
       return;
+    case PP_KIND_EXPORTER: {
+      const bool listed = metadata.struct_size >= offsetof(pp_plugin_v1, exporter) + sizeof(metadata.exporter);
+      const pp_exporter_v1* exporter = listed ? metadata.exporter : nullptr;
+      if (!exporter || exporter->struct_size < sizeof(pp_exporter_v1) || !exporter->create || !exporter->destroy ||
+          !exporter->export_plan)
+        refuse(file, "exporter plugin without a complete exporter function table");
+      return;
+    }
   }
   refuse(file, "unknown plugin kind " + std::to_string(static_cast<int>(metadata.kind)));
 }
@@ -91,6 +101,7 @@ const char* kind_name(pp_plugin_kind kind) {
     case PP_KIND_STRATEGY: return "strategy";
     case PP_KIND_HARDWARE: return "hardware";
     case PP_KIND_EXECUTOR: return "executor";
+    case PP_KIND_EXPORTER: return "exporter";
   }
   return "unknown";
 }

@@ -61,6 +61,7 @@ constexpr pp_plugin_v1 strategy_plugin(const char* name, const char* description
       .strategy = table,
       .hardware = nullptr,
       .executor = nullptr,
+      .exporter = nullptr,
   };
 }
 

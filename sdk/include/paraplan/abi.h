@@ -11,7 +11,8 @@
  * History: 1.0 the first release; 1.1 appends the search space to pp_strategy_v1 and the
  * batched figures function to pp_executor_v1 (a 1.0 plugin loads unchanged: the host reads an
  * appended field only when the plugin's struct_size covers it); 1.2 appends the FP8 GEMM plateau
- * to pp_hardware_profile (an older hardware plugin's profile leaves it 0: the bf16 plateau).
+ * to pp_hardware_profile (an older hardware plugin's profile leaves it 0: the bf16 plateau); 1.3
+ * adds the exporter kind (exporter.h) and appends its table to pp_plugin_v1.
  */
 #ifndef PARAPLAN_ABI_H
 #define PARAPLAN_ABI_H
@@ -20,7 +21,7 @@
 #include <stdint.h>
 
 #define PP_ABI_MAJOR 1
-#define PP_ABI_MINOR 2
+#define PP_ABI_MINOR 3
 
 #ifdef __cplusplus
 #define PP_EXTERN_C extern "C"
@@ -55,7 +56,8 @@ typedef struct pp_error {
 typedef enum pp_plugin_kind {
   PP_KIND_STRATEGY = 1, /* transforms a plan along one mesh axis (see strategy.h) */
   PP_KIND_HARDWARE = 2, /* describes a GPU and its interconnect (see hardware.h) */
-  PP_KIND_EXECUTOR = 3  /* turns a plan plus hardware into results (see executor.h) */
+  PP_KIND_EXECUTOR = 3, /* turns a plan plus hardware into results (see executor.h) */
+  PP_KIND_EXPORTER = 4  /* writes a plan in a training engine's terms (see exporter.h; ABI 1.3) */
 } pp_plugin_kind;
 
 typedef enum pp_dtype {

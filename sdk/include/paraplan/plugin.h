@@ -14,6 +14,7 @@
 
 #include "paraplan/abi.h"
 #include "paraplan/executor.h"
+#include "paraplan/exporter.h"
 #include "paraplan/hardware.h"
 #include "paraplan/params.h"
 #include "paraplan/strategy.h"
@@ -35,6 +36,7 @@ typedef struct pp_plugin_v1 {
   const pp_strategy_v1* strategy;
   const pp_hardware_v1* hardware;
   const pp_executor_v1* executor;
+  const pp_exporter_v1* exporter; /* ABI 1.3 */
 } pp_plugin_v1;
 
 typedef const pp_plugin_v1* (*pp_plugin_entry_v1)(void);

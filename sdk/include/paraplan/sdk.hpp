@@ -339,6 +339,78 @@ class Executor {
   virtual void run(const PlanView& plan, const pp_hardware_binding_v1& hardware, const ResultSink& results) = 0;
 };
 
+// What an exporter sees besides the plan: the strategies the plan was composed from, with their
+// settings as text, and the artifacts it writes.
+class ExportContext {
+ public:
+  struct Strategy {
+    std::string name;
+    int64_t degree = 1;
+    std::vector<std::pair<std::string, std::string>> settings;
+    // A setting's text ("" when the schema has no such key).
+    std::string setting(std::string_view key) const {
+      for (const auto& [name_of, value] : settings)
+        if (name_of == key) return value;
+      return "";
+    }
+    bool flag(std::string_view key) const { return setting(key) == "true"; }
+    int64_t integer(std::string_view key, int64_t fallback = 0) const {
+      const std::string text = setting(key);
+      return text.empty() ? fallback : std::stoll(text);
+    }
+  };
+
+  explicit ExportContext(const pp_export_context_v1& context)
+      : recipe_file_(context.recipe_file ? context.recipe_file : ""),
+        model_name_(context.model_name ? context.model_name : "custom") {
+    for (uint32_t i = 0; i < context.strategy_count; ++i) {
+      const pp_export_strategy& source = context.strategies[i];
+      Strategy strategy{source.name ? source.name : "", source.degree, {}};
+      for (uint32_t j = 0; j < source.setting_count; ++j)
+        strategy.settings.emplace_back(source.settings[j].key, source.settings[j].value);
+      strategies_.push_back(std::move(strategy));
+    }
+  }
+  const std::string& recipe_file() const { return recipe_file_; }
+  const std::string& model_name() const { return model_name_; }
+  const std::vector<Strategy>& strategies() const { return strategies_; }
+  // The named strategy, or nullptr when the plan does not use it.
+  const Strategy* strategy(std::string_view name) const {
+    for (const Strategy& strategy : strategies_)
+      if (strategy.name == name) return &strategy;
+    return nullptr;
+  }
+
+ private:
+  std::string recipe_file_, model_name_;
+  std::vector<Strategy> strategies_;
+};
+
+class ArtifactSink {
+ public:
+  explicit ArtifactSink(const pp_artifact_sink_v1* sink) : sink_(sink) {}
+  void text_file(const std::string& name, const std::string& content) const {
+    sink_->file(sink_->context, name.c_str(), content.data(), content.size(), 1);
+  }
+  void binary_file(const std::string& name, const std::string& bytes) const {
+    sink_->file(sink_->context, name.c_str(), bytes.data(), bytes.size(), 0);
+  }
+  void unexpressed(const std::string& message) const { sink_->unexpressed(sink_->context, message.c_str()); }
+
+ private:
+  const pp_artifact_sink_v1* sink_;
+};
+
+// Writes a plan in a training engine's terms (exporter.h).
+class Exporter {
+ public:
+  static constexpr pp_plugin_kind kind = PP_KIND_EXPORTER;
+  static constexpr uint32_t flags = 0;  // PP_EXPORTER_WALKS_SCHEDULE, PP_EXPORTER_NEEDS_DIRECTORY
+  virtual ~Exporter() = default;
+  virtual void export_plan(const PlanView& plan, const pp_hardware_binding_v1& hardware, const ExportContext& context,
+                           const ArtifactSink& artifacts) = 0;
+};
+
 namespace detail {
 
 inline void write_error(pp_error* error, const char* message) {
@@ -519,6 +591,27 @@ const pp_executor_v1* executor_table() {
 }
 
 template <typename Plugin>
+const pp_exporter_v1* exporter_table() {
+  static const pp_exporter_v1 table = [] {
+    pp_exporter_v1 functions{};
+    functions.struct_size = sizeof(pp_exporter_v1);
+    functions.create = &create<Plugin>;
+    functions.destroy = &destroy<Plugin>;
+    functions.export_plan = [](void* instance, const pp_plan_view_v1* plan, const pp_hardware_binding_v1* hardware,
+                               const pp_export_context_v1* context, const pp_artifact_sink_v1* artifacts,
+                               pp_error* error) {
+      return guarded(error, [&] {
+        static_cast<Plugin*>(instance)->export_plan(PlanView(*plan), *hardware, ExportContext(*context),
+                                                    ArtifactSink(artifacts));
+      });
+    };
+    functions.flags = Plugin::flags;
+    return functions;
+  }();
+  return &table;
+}
+
+template <typename Plugin>
 const pp_plugin_v1* describe_plugin() {
   // Built on first call and kept for the life of the library; the entry point is cheap after that.
   static const StaticSchema schema(Plugin::info());
@@ -536,6 +629,7 @@ const pp_plugin_v1* describe_plugin() {
     if constexpr (Plugin::kind == PP_KIND_STRATEGY) metadata.strategy = strategy_table<Plugin>();
     if constexpr (Plugin::kind == PP_KIND_HARDWARE) metadata.hardware = hardware_table<Plugin>();
     if constexpr (Plugin::kind == PP_KIND_EXECUTOR) metadata.executor = executor_table<Plugin>();
+    if constexpr (Plugin::kind == PP_KIND_EXPORTER) metadata.exporter = exporter_table<Plugin>();
     return metadata;
   }();
   return &plugin;
