@@ -7,6 +7,7 @@ packages=(
   libboost-filesystem-dev libboost-program-options-dev libboost-dev
   libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
+  libprotobuf-dev protobuf-compiler
 )
 missing=()
 for package in "${packages[@]}"; do

@@ -20,6 +20,7 @@ struct Command {
 int run_plugins_command(const std::vector<std::string>& arguments);
 int run_evaluate_command(const std::vector<std::string>& arguments);
 int run_simulate_command(const std::vector<std::string>& arguments);
+int run_export_command(const std::vector<std::string>& arguments);
 int run_search_command(const std::vector<std::string>& arguments);
 int run_advise_command(const std::vector<std::string>& arguments);
 int run_validate_command(const std::vector<std::string>& arguments);

@@ -14,6 +14,8 @@ const std::vector<Command>& all_commands() {
       {"evaluate", "evaluate a recipe's plan: memory, communication, step time, MFU", &run_evaluate_command},
       {"simulate", "simulate one step event by event: pipeline schedule, overlap, stragglers; Chrome trace",
        &run_simulate_command},
+      {"export", "write a recipe's plan for Megatron-LM, torchtitan, DeepSpeed or ASTRA-sim (Chakra)",
+       &run_export_command},
       {"search", "find the best composition of strategies for a recipe's model and cluster", &run_search_command},
       {"advise", "climb the rule-of-thumb ladder and compare its plan with the searched optimum", &run_advise_command},
       {"validate", "predict measured training runs and report the error", &run_validate_command},

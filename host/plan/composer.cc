@@ -189,7 +189,8 @@ ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, in
     });
     require_axis(*composed.plan, strategy);
     composed.strategies.push_back(
-        {strategy.name, *strategy.degree, strategy.instance->params().summary(), strategy.added_by_default});
+        {strategy.name, *strategy.degree, strategy.instance->params().summary(), strategy.added_by_default,
+         strategy.instance->params().texts()});
   }
   composed.plan->lay_out_mesh(recipe.cluster.mesh_order);
   check_mesh_order(recipe, *composed.plan);

@@ -26,6 +26,7 @@ struct AppliedStrategy {
   int64_t degree = 1;
   std::string parameters;  // ParamValues::summary()
   bool added_by_default = false;
+  std::vector<std::pair<std::string, std::string>> settings;  // ParamValues::texts(), for exporters
 };
 
 struct ComposedPlan {

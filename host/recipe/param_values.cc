@@ -166,18 +166,24 @@ ParamValues ParamValues::bind(const pp_plugin_v1& plugin, const std::vector<std:
   return bound;
 }
 
+std::vector<std::pair<std::string, std::string>> ParamValues::texts() const {
+  std::vector<std::pair<std::string, std::string>> texts;
+  for (const pp_param_value& value : values_) {
+    std::string text;
+    switch (value.type) {
+      case PP_PARAM_INT: text = std::to_string(value.int_value); break;
+      case PP_PARAM_FLOAT: text = number_text(value.float_value); break;
+      case PP_PARAM_BOOL: text = value.bool_value ? "true" : "false"; break;
+      default: text = value.string_value; break;
+    }
+    texts.emplace_back(value.name, text);
+  }
+  return texts;
+}
+
 std::string ParamValues::summary() const {
   std::string text;
-  for (const pp_param_value& value : values_) {
-    if (!text.empty()) text += " ";
-    text += std::string(value.name) + "=";
-    switch (value.type) {
-      case PP_PARAM_INT: text += std::to_string(value.int_value); break;
-      case PP_PARAM_FLOAT: text += number_text(value.float_value); break;
-      case PP_PARAM_BOOL: text += value.bool_value ? "true" : "false"; break;
-      default: text += value.string_value; break;
-    }
-  }
+  for (const auto& [name, value] : texts()) text += (text.empty() ? "" : " ") + name + "=" + value;
   return text;
 }
 

@@ -41,6 +41,8 @@ class ParamValues {
   const std::vector<pp_param_value>& values() const { return values_; }
   // "stage=3 overlap=true" for reports.
   std::string summary() const;
+  // Each value as the recipe would write it: {"stage", "3"}, {"overlap", "true"}.
+  std::vector<std::pair<std::string, std::string>> texts() const;
 
  private:
   std::deque<std::string> strings_;  // a deque never moves its elements: c_str() stays valid

@@ -67,6 +67,7 @@ struct Recipe {
   ClusterSpec cluster;
   std::vector<StrategyEntry> strategies;
   const toml::table* executor_table = nullptr;  // [executor], may be null
+  const toml::table* export_table = nullptr;    // [export], may be null: [export.<exporter>] tables
   SearchChoices search;
 
   Recipe() = default;

@@ -382,7 +382,7 @@ std::unique_ptr<Recipe> build_recipe(toml::table document, const std::string& fi
   const toml::table& root = *recipe->document;
   TableReader top(&root, "", recipe->file);
   top.string("description");
-  top.allow({"model", "training", "cluster", "strategy", "executor"});
+  top.allow({"model", "training", "cluster", "strategy", "executor", "export"});
   top.reject_unknown_keys();
   std::filesystem::path recipe_path(file_name);
   read_model(*recipe, subtable(root, "model", file_name), options, recipe_path);
@@ -390,6 +390,7 @@ std::unique_ptr<Recipe> build_recipe(toml::table document, const std::string& fi
   read_cluster(*recipe, subtable(root, "cluster", file_name), recipe_path);
   read_strategies(*recipe, root, options.search);
   recipe->executor_table = subtable(root, "executor", file_name);
+  recipe->export_table = subtable(root, "export", file_name);
   return recipe;
 }
 

@@ -235,7 +235,8 @@ class Worker {
       if (ranked.degrees[level] == 0) continue;
       PluginInstance& strategy = instance(level, ranked.options[level]);
       apply(strategy, *composed.plan, training, ranked.degrees[level], wants_schedule);
-      composed.strategies.push_back({strategy.plugin().name(), ranked.degrees[level], strategy.params().summary(), false});
+      composed.strategies.push_back({strategy.plugin().name(), ranked.degrees[level], strategy.params().summary(), false,
+                                     strategy.params().texts()});
     }
     composed.plan->lay_out_mesh(ranked.mesh_order);
     return composed;

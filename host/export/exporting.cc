@@ -1,0 +1,100 @@
+#include "host/export/exporting.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "host/core/edit_distance.h"
+#include "host/core/errors.h"
+#include "host/plugin/plugin_instance.h"
+#include "host/recipe/param_values.h"
+#include "host/recipe/source_location.h"
+
+namespace paraplan::host {
+namespace {
+
+// A name the host may create under the output directory: relative, no "..", no empty segment.
+bool safe_name(const std::string& name) {
+  if (name.empty() || name.front() == '/' || name.find('\\') != std::string::npos) return false;
+  for (const auto& part : std::filesystem::path(name))
+    if (part == ".." || part == "." || part.empty()) return false;
+  return true;
+}
+
+struct Collector {
+  ExportResult result;
+  std::string failure;  // the first bad file name, reported after the call returns
+
+  static void file(void* context, const char* name, const void* data, uint64_t size, int32_t text) {
+    auto& self = *static_cast<Collector*>(context);
+    const std::string file_name = name ? name : "";
+    if (!safe_name(file_name)) {
+      if (self.failure.empty()) self.failure = "wrote a file named '" + file_name + "' outside the output directory";
+      return;
+    }
+    const bool taken = std::any_of(self.result.files.begin(), self.result.files.end(),
+                                   [&](const ExportedFile& other) { return other.name == file_name; });
+    if (taken) {
+      if (self.failure.empty()) self.failure = "wrote the file '" + file_name + "' twice";
+      return;
+    }
+    self.result.files.push_back({file_name, std::string(static_cast<const char*>(data), data ? size : 0), text != 0});
+  }
+  static void unexpressed(void* context, const char* message) {
+    static_cast<Collector*>(context)->result.unexpressed.emplace_back(message ? message : "");
+  }
+};
+
+}  // namespace
+
+void check_export_tables(const Recipe& recipe, const PluginCatalog& catalog) {
+  if (!recipe.export_table) return;
+  std::vector<std::string> exporters;
+  for (const LoadedPlugin* plugin : catalog.of_kind(PP_KIND_EXPORTER)) exporters.push_back(plugin->name());
+  for (const auto& [key, node] : *recipe.export_table) {
+    const std::string name(key.str());
+    if (!node.is_table())
+      throw InputError(location_of(recipe.file, &node) + ": export." + name + ": expected a table [export." + name +
+                       "] of that exporter's parameters");
+    if (std::find(exporters.begin(), exporters.end(), name) == exporters.end())
+      throw InputError(location_of(recipe.file, &node) + ": export." + name + ": no exporter plugin named '" + name +
+                       "'" + did_you_mean(name, exporters));
+    ParamValues::bind(*catalog.require(name, PP_KIND_EXPORTER).metadata, node.as_table(), "export." + name, recipe.file);
+  }
+}
+
+ExportResult run_exporter(const std::string& exporter, const Recipe& recipe, const PluginCatalog& catalog,
+                          const ComposedPlan& composed, const HardwareBinding& hardware) {
+  const LoadedPlugin& plugin = catalog.require(exporter, PP_KIND_EXPORTER);
+  check_export_tables(recipe, catalog);
+  const toml::table* table = recipe.export_table ? recipe.export_table->get_as<toml::table>(exporter) : nullptr;
+  ParamValues params = ParamValues::bind(*plugin.metadata, table, "export." + exporter, recipe.file);
+  PluginInstance instance(plugin, std::move(params),
+                          location_of(recipe.file, table ? table : recipe.export_table) + ": exporter '" + exporter + "'");
+
+  // The strategies' settings, kept alive for the call.
+  std::vector<std::vector<pp_export_setting>> settings;
+  std::vector<pp_export_strategy> strategies;
+  for (const AppliedStrategy& strategy : composed.strategies) {
+    std::vector<pp_export_setting>& list = settings.emplace_back();
+    for (const auto& [key, value] : strategy.settings)
+      list.push_back(pp_export_setting{sizeof(pp_export_setting), key.c_str(), value.c_str()});
+  }
+  for (size_t i = 0; i < composed.strategies.size(); ++i)
+    strategies.push_back(pp_export_strategy{sizeof(pp_export_strategy), composed.strategies[i].name.c_str(),
+                                            composed.strategies[i].degree, settings[i].data(),
+                                            static_cast<uint32_t>(settings[i].size())});
+  const pp_export_context_v1 context{sizeof(pp_export_context_v1), recipe.file.c_str(), recipe.model.name.c_str(),
+                                     strategies.data(), static_cast<uint32_t>(strategies.size())};
+  Collector collector;
+  const pp_artifact_sink_v1 sink{sizeof(pp_artifact_sink_v1), &collector, &Collector::file, &Collector::unexpressed};
+  const pp_plan_view_v1 view = composed.plan->view();
+  const pp_hardware_binding_v1 binding = hardware.binding();
+  instance.invoke([&](pp_error* error) {
+    return plugin.metadata->exporter->export_plan(instance.handle(), &view, &binding, &context, &sink, error);
+  });
+  if (!collector.failure.empty())
+    throw InputError(plugin.file.string() + ": exporter '" + exporter + "' " + collector.failure);
+  return std::move(collector.result);
+}
+
+}  // namespace paraplan::host
