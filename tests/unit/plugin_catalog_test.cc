@@ -28,7 +28,7 @@ TEST(PluginCatalog, ScanSkipsBrokenFilesWithReasons) {
       {PARAPLAN_TEST_PLUGINS_GOOD_DIR, PARAPLAN_TEST_PLUGINS_ABI_MAJOR_DIR, PARAPLAN_TEST_PLUGINS_ABI_MINOR_DIR,
        PARAPLAN_TEST_PLUGINS_ABI_V2_ONLY_DIR, PARAPLAN_TEST_PLUGINS_NO_ENTRY_DIR, PARAPLAN_TEST_PLUGINS_NULL_ENTRY_DIR,
        PARAPLAN_TEST_PLUGINS_NOT_A_LIBRARY_DIR, "/nonexistent/directory"});
-  EXPECT_EQ(catalog.plugins().size(), 3u);  // test_good, test_good_executor, test_good_hardware
+  EXPECT_EQ(catalog.plugins().size(), 4u);  // test_good, test_good_executor, test_good_hardware, test_good_exporter
   // abi_major, abi_minor, abi_v2_only, no_entry, null_entry, and two not-a-library files.
   EXPECT_EQ(catalog.skipped().size(), 7u);
   for (const SkippedPlugin& skipped : catalog.skipped())
@@ -37,8 +37,8 @@ TEST(PluginCatalog, ScanSkipsBrokenFilesWithReasons) {
 
 TEST(PluginCatalog, EarlierDirectoryShadowsLaterOne) {
   PluginCatalog catalog = PluginCatalog::scan({PARAPLAN_TEST_PLUGINS_GOOD_DIR, PARAPLAN_TEST_PLUGINS_GOOD_DIR});
-  EXPECT_EQ(catalog.plugins().size(), 3u);
-  ASSERT_EQ(catalog.skipped().size(), 3u);
+  EXPECT_EQ(catalog.plugins().size(), 4u);
+  ASSERT_EQ(catalog.skipped().size(), 4u);
   EXPECT_NE(catalog.skipped()[0].reason.find("shadowed by"), std::string::npos);
 }
 

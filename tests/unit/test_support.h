@@ -95,8 +95,10 @@ inline CommandRun run_command(std::vector<std::string> arguments) {
   arguments.push_back("--plugin-path=" PARAPLAN_BUNDLED_PLUGIN_DIR);
   std::ostringstream out, err;
   std::streambuf* saved = std::cout.rdbuf(out.rdbuf());
+  std::streambuf* saved_errors = std::cerr.rdbuf(err.rdbuf());  // warnings a command prints itself
   int code = host::run_command_line(arguments, err);
   std::cout.rdbuf(saved);
+  std::cerr.rdbuf(saved_errors);
   return {code, out.str(), err.str()};
 }
 

@@ -1,0 +1,262 @@
+// DeepSpeed exporter: the plan as a DeepSpeed config and launch script.
+//
+// Files:
+//   ds_config.json     the DeepSpeed config (nlohmann::json): batch sizes, precision,
+//                      zero_optimization, pipeline, activation_checkpointing, and where the plan has
+//                      them tensor_parallel (AutoTP) and sequence_parallel_size (Ulysses)
+//   run_deepspeed.sh   the `deepspeed` launcher over the cluster's nodes
+//
+// Batch identity (DeepSpeedConfig._batch_assertion): train_batch_size = train_micro_batch_size_per_gpu
+// x gradient_accumulation_steps x data-parallel size; gradient_accumulation_steps is the plan's
+// micro-batches per data-parallel rank (with a pipeline, the micro-batches one step pushes through it).
+//
+// Mapping:
+//   fsdp stage s -> zero_optimization.stage s; overlap -> overlap_comm
+//   hsdp stage 3 -> ZeRO-3 with MiCS (mics_shard_size = shard group, replicas across groups);
+//   hsdp stages 1, 2 -> unexpressed (MiCS needs ZeRO-3), ZeRO-s over all data-parallel ranks
+//   pp -> pipeline {stages, partition}; the training script builds PipelineModule(num_stages=p);
+//   DeepSpeed's pipeline engine runs 1F1B only and takes ZeRO stage 0 or 1
+//   recompute full -> activation_checkpointing (+ pipeline.activation_checkpoint_interval 1);
+//   selective -> unexpressed
+//   tp -> tensor_parallel.autotp_size, reported (AutoTP, not Megatron TP); sp ulysses ->
+//   sequence_parallel_size; ring attention, Megatron sequence parallelism, expert parallelism -> unexpressed
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "paraplan/sdk.hpp"
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+int64_t axis_degree(const paraplan::PlanView& plan, std::string_view name) {
+  const int32_t index = plan.axis_index(name);
+  return index < 0 ? 1 : plan.axes()[static_cast<size_t>(index)].degree;
+}
+
+std::string file_name(const std::string& path) {
+  return path.empty() ? std::string("(recipe)") : std::filesystem::path(path).filename().string();
+}
+
+class DeepSpeed : public paraplan::Exporter {
+ public:
+  static paraplan::PluginInfo info() {
+    return {"deepspeed",
+            "1.0.0",
+            "DeepSpeed config (ds_config.json) and a deepspeed launcher script",
+            {paraplan::ParamSpec::String("train_script", "train.py",
+                                         "the training script run_deepspeed.sh launches"),
+             paraplan::ParamSpec::Int("steps_per_print", 10, "steps_per_print written into ds_config.json")
+                 .at_least(1)}};
+  }
+
+  explicit DeepSpeed(const paraplan::Params& params)
+      : train_script_(params.string_value("train_script")), steps_per_print_(params.int_value("steps_per_print")) {}
+
+  void export_plan(const paraplan::PlanView& plan, const pp_hardware_binding_v1&,
+                   const paraplan::ExportContext& context, const paraplan::ArtifactSink& artifacts) override {
+    const pp_training& training = plan.training();
+    const pp_pipeline& pipeline = plan.pipeline();
+    std::vector<std::string> unexpressed;
+
+    const int64_t tp = axis_degree(plan, "tp"), cp = axis_degree(plan, "cp"), pp = axis_degree(plan, "pp");
+    const int64_t ep = axis_degree(plan, "ep");
+    const int64_t dp = plan.data_parallel_size();
+    const int64_t accumulation = std::max<int64_t>(1, pipeline.micro_batches);
+
+    json config;
+    config["train_batch_size"] = training.micro_batch * accumulation * dp;
+    config["train_micro_batch_size_per_gpu"] = training.micro_batch;
+    config["gradient_accumulation_steps"] = accumulation;
+    if (training.micro_batch * accumulation * dp != training.global_batch)
+      unexpressed.push_back("global_batch " + std::to_string(training.global_batch) +
+                            " is not micro_batch x micro-batches x dp; train_batch_size set to " +
+                            std::to_string(training.micro_batch * accumulation * dp));
+    config["steps_per_print"] = steps_per_print_;
+    config["gradient_clipping"] = 1.0;
+
+    // precision
+    if (training.precision == PP_PRECISION_FP16) {
+      config["fp16"] = json{{"enabled", true}, {"loss_scale", 0}, {"initial_scale_power", 16}};
+    } else {
+      config["bf16"] = json{{"enabled", true}};
+      if (training.precision == PP_PRECISION_FP8)
+        unexpressed.push_back("precision fp8: ds_config has no FP8 training switch (FP8 GEMMs come from "
+                              "Transformer Engine layers in the model); exported as bf16");
+    }
+
+    // ZeRO
+    const auto* fsdp = context.strategy("fsdp");
+    const auto* hsdp = context.strategy("hsdp");
+    int64_t stage = 0;
+    bool overlap = true;
+    int64_t mics_group = 0;
+    if (hsdp) {
+      stage = hsdp->integer("stage", 3);
+      overlap = hsdp->flag("overlap");
+      const int64_t group = axis_degree(plan, "dp");
+      if (stage == 3) {
+        mics_group = group;
+      } else {
+        unexpressed.push_back("hsdp stage " + std::to_string(stage) + " (shard group " + std::to_string(group) +
+                              "): DeepSpeed's hybrid sharding (MiCS, mics_shard_size) needs ZeRO-3; exported as "
+                              "ZeRO-" + std::to_string(stage) + " over all " + std::to_string(dp) +
+                              " data-parallel ranks");
+      }
+    } else if (fsdp) {
+      stage = fsdp->integer("stage", 0);
+      overlap = fsdp->flag("overlap");
+    }
+    if (pp > 1 && stage >= 2) {
+      unexpressed.push_back("ZeRO-" + std::to_string(stage) +
+                            " with pipeline parallelism: DeepSpeed's pipeline engine takes ZeRO stage 0 or 1 only; "
+                            "exported as ZeRO-1");
+      stage = 1;
+      mics_group = 0;
+    }
+    json zero{{"stage", stage}};
+    if (stage > 0) {
+      zero["overlap_comm"] = overlap;
+      zero["contiguous_gradients"] = true;
+      if (stage <= 2) {
+        zero["reduce_scatter"] = true;
+        zero["allgather_partitions"] = true;
+      }
+      if (mics_group > 0) {
+        zero["mics_shard_size"] = mics_group;
+        zero["mics_hierarchical_params_gather"] = false;
+      }
+    }
+    config["zero_optimization"] = zero;
+
+    // pipeline
+    const bool full_recompute = training.recompute == PP_RECOMPUTE_FULL;
+    if (pp > 1) {
+      config["pipeline"] = json{{"stages", pp},
+                                {"partition", "uniform"},
+                                {"seed_layers", false},
+                                {"activation_checkpoint_interval", full_recompute ? 1 : 0},
+                                {"pipe_partitioned", tp > 1},
+                                {"grad_partitioned", tp > 1}};
+      switch (pipeline.schedule) {
+        case PP_SCHEDULE_GPIPE:
+          unexpressed.push_back("pp schedule gpipe: DeepSpeed's pipeline engine runs 1F1B (TrainSchedule) only; "
+                                "exported as 1F1B");
+          break;
+        case PP_SCHEDULE_INTERLEAVED_1F1B:
+          unexpressed.push_back("pp schedule interleaved-1f1b (" + std::to_string(pipeline.virtual_stages) +
+                                " virtual stages): DeepSpeed's pipeline engine has no interleaving (one chunk per "
+                                "rank); exported as 1F1B over " +
+                                std::to_string(pp) + " stages");
+          break;
+        case PP_SCHEDULE_ZERO_BUBBLE:
+          unexpressed.push_back("pp schedule zero-bubble: DeepSpeed's pipeline engine has no zero-bubble schedule; "
+                                "exported as 1F1B");
+          break;
+        default:
+          break;
+      }
+    }
+
+    // activation recomputation
+    if (full_recompute) {
+      config["activation_checkpointing"] = json{{"partition_activations", tp > 1},
+                                                {"cpu_checkpointing", false},
+                                                {"contiguous_memory_optimization", false},
+                                                {"number_checkpoints", nullptr},
+                                                {"synchronize_checkpoint_boundary", false},
+                                                {"profile", false}};
+    } else if (training.recompute == PP_RECOMPUTE_SELECTIVE) {
+      unexpressed.push_back("recompute selective: DeepSpeed checkpoints whole layers only "
+                            "(activation_checkpointing); left off, flash attention recomputes the attention core");
+    }
+
+    // tensor, sequence and context parallelism
+    const auto* tp_strategy = context.strategy("tp");
+    const auto* sp = context.strategy("sp");
+    const std::string sp_mode = sp ? sp->setting("mode") : "";
+    if (tp > 1) {
+      config["tensor_parallel"] = json{{"autotp_size", tp}};
+      unexpressed.push_back("tp " + std::to_string(tp) +
+                            ": DeepSpeed's engine has tensor parallelism only as AutoTP for Hugging Face models "
+                            "(tensor_parallel.autotp_size = " + std::to_string(tp) +
+                            ", emitted); Megatron-style TP (vocabulary-parallel embedding and loss) needs "
+                            "Megatron-DeepSpeed --tensor-model-parallel-size " + std::to_string(tp));
+      if (sp && (sp_mode == "megatron" || sp->flag("megatron_sp")))
+        unexpressed.push_back("sp megatron (sequence-sharded norms and dropout with TP): AutoTP has no sequence "
+                              "parallelism; needs Megatron-DeepSpeed --sequence-parallel");
+      if (tp_strategy && tp_strategy->flag("overlap"))
+        unexpressed.push_back("tp overlap: DeepSpeed has no overlap of tensor-parallel collectives with GEMMs");
+    }
+    if (cp > 1) {
+      if (sp_mode == "ulysses") {
+        config["sequence_parallel_size"] = cp;
+      } else {
+        unexpressed.push_back("sp mode ring (context parallelism " + std::to_string(cp) +
+                              "): DeepSpeed has no ring attention; its sequence parallelism is Ulysses "
+                              "(sequence_parallel_size, all-to-all over heads), not emitted");
+      }
+    }
+
+    // expert parallelism
+    if (ep > 1) {
+      const auto* ep_strategy = context.strategy("ep");
+      const std::string capacity = ep_strategy ? ep_strategy->setting("capacity_factor") : "";
+      unexpressed.push_back("ep " + std::to_string(ep) +
+                            ": DeepSpeed-MoE takes expert parallelism in the model code, not in ds_config: "
+                            "deepspeed.moe.layer.MoE(num_experts=" + std::to_string(plan.model().moe_experts) +
+                            ", ep_size=" + std::to_string(ep) + ", k=" + std::to_string(plan.model().moe_top_k) +
+                            (capacity.empty() ? "" : ", capacity_factor=" + capacity) + ")");
+    }
+    if (training.optimizer == PP_OPTIMIZER_SGD)
+      unexpressed.push_back("optimizer sgd: no optimizer section written; pass torch.optim.SGD to "
+                            "deepspeed.initialize");
+
+    artifacts.text_file("ds_config.json", config.dump(2) + "\n");
+    artifacts.text_file("run_deepspeed.sh", launch_script(plan, context, pp, ep));
+    for (const std::string& line : unexpressed) artifacts.unexpressed(line);
+  }
+
+ private:
+  std::string launch_script(const paraplan::PlanView& plan, const paraplan::ExportContext& context, int64_t pp,
+                            int64_t ep) const {
+    const pp_cluster& cluster = plan.cluster();
+    const int64_t per_node = cluster.gpus_per_node > 0 ? std::min(cluster.gpus_per_node, cluster.num_gpus)
+                                                       : cluster.num_gpus;
+    const int64_t nodes = per_node > 0 ? (cluster.num_gpus + per_node - 1) / per_node : 1;
+    std::ostringstream out;
+    out << "#!/usr/bin/env bash\n"
+        << "# DeepSpeed launch for " << file_name(context.recipe_file()) << " (paraplan export): " << nodes
+        << " node(s) x " << per_node << " GPUs.\n";
+    if (nodes > 1)
+      out << "# HOSTFILE lists the " << nodes << " nodes, one line each: \"<hostname> slots=" << per_node
+          << "\" (DeepSpeed's hostfile format).\n";
+    out << "# The training script parses deepspeed.add_config_arguments(parser) and calls deepspeed.initialize.\n";
+    if (pp > 1)
+      out << "# It builds the model as PipelineModule(layers=..., num_stages=" << pp
+          << ", partition_method=\"uniform\") and steps with engine.train_batch().\n";
+    if (ep > 1)
+      out << "# Its MoE layers are deepspeed.moe.layer.MoE(..., ep_size=" << ep << ").\n";
+    out << "set -euo pipefail\n"
+        << "HERE=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\"\n"
+        << "TRAIN_SCRIPT=\"${TRAIN_SCRIPT:-" << train_script_ << "}\"\n";
+    if (nodes > 1) out << "HOSTFILE=\"${HOSTFILE:-$HERE/hostfile}\"\n";
+    out << "deepspeed " << (nodes > 1 ? "--hostfile \"$HOSTFILE\" " : "") << "--num_nodes " << nodes
+        << " --num_gpus " << per_node << " \\\n"
+        << "  \"$TRAIN_SCRIPT\" --deepspeed --deepspeed_config \"$HERE/ds_config.json\" \"$@\"\n";
+    return out.str();
+  }
+
+  std::string train_script_;
+  int64_t steps_per_print_;
+};
+
+}  // namespace
+
+PARAPLAN_PLUGIN(DeepSpeed)

@@ -1,0 +1,130 @@
+// model_flags.cc: what the model and the training settings say in Megatron-LM's flags.
+//
+//   model        --num-layers, --hidden-size, --ffn-hidden-size, --num-attention-heads,
+//                --kv-channels (head_dim other than hidden/heads), --group-query-attention
+//                with --num-query-groups (kv_heads < heads), --seq-length,
+//                --max-position-embeddings, --swiglu; SwiGLU models are the Llama family's
+//                shape: --normalization RMSNorm, --position-embedding-type rope,
+//                --disable-bias-linear; the output layer is untied (paraplan counts it apart
+//                from the embedding): --untie-embeddings-and-output-weights; fused attention
+//                (recipe flash_attention) --attention-backend flash, else unfused
+//   batch        --micro-batch-size, --global-batch-size (Megatron-LM derives the micro-batches
+//                per step from them and its data-parallel size, as paraplan does)
+//   precision    --bf16 | --fp16 | --bf16 --fp8-format hybrid
+//   recompute    selective: --recompute-granularity selective (core attention, Korthikanti et
+//                al.); full: --recompute-granularity full --recompute-method uniform
+//                --recompute-num-layers 1 (every layer's input kept, the layer recomputed)
+//   MoE shape    --num-experts, --moe-router-topk, --moe-ffn-hidden-size,
+//                --moe-shared-expert-intermediate-size (shared experts x their width)
+//   training     --train-iters (the exporter's parameter), --optimizer, --lr, --log-interval,
+//                --eval-iters 0
+//   data         --mock-data --tokenizer-type NullTokenizer --vocab-size V-1
+//                --padded-vocab-size V: the null tokenizer adds one end-of-document token to
+//                --vocab-size, and --padded-vocab-size keeps the vocabulary at exactly V
+//                instead of padding it to a multiple of 128 x tp (when tp divides V).
+// All names from Megatron-LM's megatron/training/arguments.py.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "translation.h"
+
+namespace paraplan_megatron {
+
+std::string decimal(double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.6g", value);
+  std::string result = text;
+  if (result.find_first_of(".e") == std::string::npos) result += ".0";
+  return result;
+}
+
+int64_t axis_degree(const paraplan::PlanView& plan, std::string_view name) {
+  const int32_t index = plan.axis_index(name);
+  return index < 0 ? 1 : plan.axes()[static_cast<size_t>(index)].degree;
+}
+
+namespace {
+
+bool fused_attention(const paraplan::PlanView& plan) {
+  const auto ops = plan.ops();
+  return std::any_of(ops.begin(), ops.end(), [](const pp_op& op) {
+    return op.kind == PP_OP_ATTENTION && std::string_view(op.name) == "attention_core";
+  });
+}
+
+}  // namespace
+
+void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Translation& out) {
+  const pp_model& model = plan.model();
+  const pp_training& training = plan.training();
+
+  FlagGroup& shape = out.model;
+  shape.add("--num-layers", model.layers);
+  shape.add("--hidden-size", model.hidden);
+  shape.add("--ffn-hidden-size", model.ffn_hidden);
+  shape.add("--num-attention-heads", model.heads);
+  if (model.heads > 0 && (model.hidden % model.heads != 0 || model.head_dim != model.hidden / model.heads))
+    shape.add("--kv-channels", model.head_dim);
+  if (model.kv_heads > 0 && model.kv_heads < model.heads) {
+    shape.add("--group-query-attention");
+    shape.add("--num-query-groups", model.kv_heads);
+  }
+  shape.add("--seq-length", model.seq_len);
+  shape.add("--max-position-embeddings", model.seq_len);
+  if (model.ffn_type == PP_FFN_SWIGLU) {
+    shape.add("--swiglu");
+    shape.add("--normalization", "RMSNorm");
+    shape.add("--position-embedding-type", "rope");
+    shape.add("--disable-bias-linear");
+  }
+  shape.add("--untie-embeddings-and-output-weights");
+  shape.add("--attention-backend", fused_attention(plan) ? "flash" : "unfused");
+
+  out.batch.add("--micro-batch-size", training.micro_batch);
+  out.batch.add("--global-batch-size", training.global_batch);
+
+  switch (training.precision) {
+    case PP_PRECISION_FP16:
+      out.precision.add("--fp16");
+      break;
+    case PP_PRECISION_FP8:
+      out.precision.add("--bf16");
+      out.precision.add("--fp8-format", "hybrid");
+      break;
+    default:
+      out.precision.add("--bf16");
+      break;
+  }
+
+  if (training.recompute == PP_RECOMPUTE_SELECTIVE) {
+    out.recompute.add("--recompute-granularity", "selective");
+  } else if (training.recompute == PP_RECOMPUTE_FULL) {
+    out.recompute.add("--recompute-granularity", "full");
+    out.recompute.add("--recompute-method", "uniform");
+    out.recompute.add("--recompute-num-layers", 1);
+  }
+
+  if (model.moe_experts > 0) {
+    out.moe.add("--num-experts", model.moe_experts);
+    out.moe.add("--moe-router-topk", model.moe_top_k);
+    const int64_t expert_width = model.moe_ffn_hidden > 0 ? model.moe_ffn_hidden : model.ffn_hidden;
+    out.moe.add("--moe-ffn-hidden-size", expert_width);
+    if (model.moe_shared_experts > 0)
+      out.moe.add("--moe-shared-expert-intermediate-size", model.moe_shared_experts * expert_width);
+  }
+
+  out.training.add("--train-iters", train_iters);
+  out.training.add("--optimizer", training.optimizer == PP_OPTIMIZER_SGD ? "sgd" : "adam");
+  out.training.add("--lr", "3.0e-4");
+  out.training.add("--log-interval", 1);
+  out.training.add("--eval-iters", 0);
+
+  out.data.add("--mock-data");
+  out.data.add("--tokenizer-type", "NullTokenizer");
+  out.data.add("--vocab-size", model.vocab - 1);
+  // The vocabulary-parallel embedding splits the rows over tp: without that, Megatron-LM pads.
+  if (model.vocab % axis_degree(plan, "tp") == 0) out.data.add("--padded-vocab-size", model.vocab);
+}
+
+}  // namespace paraplan_megatron

@@ -1,0 +1,217 @@
+// parallelism_flags.cc: the plan's parallelism in Megatron-LM's flags (megatron/training/
+// arguments.py, groups "distributed", "training" and "moe"), and what they cannot say.
+//
+//   tp    --tensor-model-parallel-size; overlap = true: --tp-comm-overlap, which Megatron-LM
+//         allows only with --sequence-parallel (validate_args)
+//   sp    megatron (or megatron_sp with a context-parallel mode): --sequence-parallel;
+//         ring: --context-parallel-size --cp-comm-type p2p (ring attention);
+//         ulysses: --context-parallel-size --cp-comm-type a2a (all-to-all over heads)
+//   pp    --pipeline-model-parallel-size; interleaved-1f1b with v virtual stages:
+//         --num-layers-per-virtual-pipeline-stage layers/(pp x v) (Megatron-LM has no
+//         --virtual-pipeline-model-parallel-size flag); uneven first/last stages (plan's stage
+//         layers): --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers;
+//         gpipe and zero-bubble have no flag (the script runs 1F1B)
+//   ep    --expert-model-parallel-size, --expert-tensor-parallel-size (= tp: paraplan splits the
+//         experts' GEMMs over tp), --moe-token-dispatcher-type, --moe-expert-capacity-factor and
+//         --moe-pad-expert-input-to-capacity (capacity_factor > 0); imbalance is a property of
+//         the data, not a flag
+//   fsdp  stage 0: DDP (--overlap-grad-reduce with overlap); stage 1: the distributed optimizer
+//         (--use-distributed-optimizer, with overlap --overlap-grad-reduce
+//         --overlap-param-gather); stage 3: --use-torch-fsdp2 (with
+//         --no-gradient-accumulation-fusion, which FSDP2 requires); stage 2: FSDP2 without
+//         resharding after forward (--torch-fsdp2-no-reshard-after-forward, "ZeRO-2" in
+//         arguments.py); FSDP2 runs neither with pipeline nor expert parallelism, so there
+//         stages 2 and 3 fall back to the distributed optimizer and are reported
+//   hsdp  stage 1: --use-distributed-optimizer --num-distributed-optimizer-instances R (the
+//         optimizer state sharded within each of R groups, replicated across them); stages 2
+//         and 3 have no hybrid form in these flags: exported as stage 1 and reported
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "translation.h"
+
+namespace paraplan_megatron {
+namespace {
+
+using Strategy = paraplan::ExportContext::Strategy;
+
+std::string schedule_name(pp_schedule_kind kind) {
+  switch (kind) {
+    case PP_SCHEDULE_GPIPE: return "gpipe";
+    case PP_SCHEDULE_1F1B: return "1f1b";
+    case PP_SCHEDULE_INTERLEAVED_1F1B: return "interleaved-1f1b";
+    case PP_SCHEDULE_ZERO_BUBBLE: return "zero-bubble";
+    default: return "none";
+  }
+}
+
+// The pipeline: schedule, virtual stages and uneven first/last stages.
+void translate_pipeline(const paraplan::PlanView& plan, Translation& out) {
+  const pp_pipeline& pipeline = plan.pipeline();
+  const int64_t stages = std::max<int64_t>(pipeline.stages, 1);
+  const int64_t layers = plan.model().layers;
+  out.parallelism.add("--pipeline-model-parallel-size", stages);
+  if (stages <= 1) return;
+
+  if (pipeline.schedule == PP_SCHEDULE_GPIPE || pipeline.schedule == PP_SCHEDULE_ZERO_BUBBLE)
+    out.unexpressed.push_back("pp schedule '" + schedule_name(pipeline.schedule) +
+                              "': Megatron-LM's arguments.py has no flag for it; the script runs 1F1B");
+
+  // Layers per stage, from the plan (all of a stage's chunks together).
+  std::vector<int64_t> per_stage;
+  for (const pp_stage& stage : plan.stages()) per_stage.push_back(stage.layers);
+  const bool even = std::all_of(per_stage.begin(), per_stage.end(),
+                                [&](int64_t count) { return count == per_stage.front(); });
+  const int64_t virtual_stages =
+      pipeline.schedule == PP_SCHEDULE_INTERLEAVED_1F1B ? std::max<int64_t>(pipeline.virtual_stages, 1) : 1;
+
+  if (!even && static_cast<int64_t>(per_stage.size()) == stages) {
+    const int64_t first = per_stage.front(), last = per_stage.back();
+    const bool middle_even =
+        stages <= 2 || std::all_of(per_stage.begin() + 1, per_stage.end() - 1,
+                                   [&](int64_t count) { return count == per_stage[1]; });
+    if (virtual_stages > 1) {
+      out.unexpressed.push_back("pp: uneven stages (first " + std::to_string(first) + ", last " +
+                                std::to_string(last) + " layers) with " + std::to_string(virtual_stages) +
+                                " virtual stages: Megatron-LM splits uneven pipelines with "
+                                "--num-virtual-stages-per-pipeline-rank, whose chunk layout differs; exported "
+                                "with that flag");
+      out.parallelism.add("--num-virtual-stages-per-pipeline-rank", virtual_stages);
+      return;
+    }
+    if (!middle_even) {
+      out.unexpressed.push_back("pp: middle stages of unequal layer counts: --decoder-first-pipeline-num-layers "
+                                "and --decoder-last-pipeline-num-layers split the rest evenly");
+    }
+    out.parallelism.add("--decoder-first-pipeline-num-layers", first);
+    // With two stages the last one holds the rest; with more, Megatron-LM splits what first
+    // and last leave evenly over the middle stages.
+    if (stages > 2) out.parallelism.add("--decoder-last-pipeline-num-layers", last);
+    return;
+  }
+
+  if (virtual_stages > 1) {
+    if (layers % (stages * virtual_stages) == 0) {
+      out.parallelism.add("--num-layers-per-virtual-pipeline-stage", layers / (stages * virtual_stages));
+    } else {
+      out.unexpressed.push_back("pp: " + std::to_string(layers) + " layers do not divide into " +
+                                std::to_string(stages) + " x " + std::to_string(virtual_stages) +
+                                " virtual stages; exported with --num-virtual-stages-per-pipeline-rank");
+      out.parallelism.add("--num-virtual-stages-per-pipeline-rank", virtual_stages);
+    }
+  }
+}
+
+// The data-parallel strategy (fsdp or hsdp). Returns true when it runs torch FSDP2.
+bool translate_data_parallel(const paraplan::PlanView& plan, const Strategy& strategy, Translation& out) {
+  const int64_t stage = strategy.integer("stage", strategy.name == "hsdp" ? 3 : 0);
+  const bool overlap = strategy.setting("overlap").empty() || strategy.flag("overlap");
+  const int64_t pipeline = std::max<int64_t>(plan.pipeline().stages, 1);
+  const int64_t experts = axis_degree(plan, "ep");
+
+  auto distributed_optimizer = [&] {
+    out.parallelism.add("--use-distributed-optimizer");
+    if (overlap) {
+      out.parallelism.add("--overlap-grad-reduce");
+      out.parallelism.add("--overlap-param-gather");
+    }
+  };
+
+  if (strategy.name == "hsdp") {
+    const int64_t replicas = axis_degree(plan, "dp_replicate");
+    distributed_optimizer();
+    if (replicas > 1) out.parallelism.add("--num-distributed-optimizer-instances", replicas);
+    if (stage >= 2)
+      out.unexpressed.push_back("hsdp stage " + std::to_string(stage) +
+                                ": Megatron-LM shards only the optimizer state within a group "
+                                "(--num-distributed-optimizer-instances); exported as stage 1 in groups of " +
+                                std::to_string(axis_degree(plan, "dp")) + ", " + std::to_string(replicas) +
+                                " replicas");
+    return false;
+  }
+
+  if (stage == 0) {
+    if (overlap) out.parallelism.add("--overlap-grad-reduce");
+    return false;
+  }
+  if (stage == 1) {
+    distributed_optimizer();
+    return false;
+  }
+  if (pipeline > 1 || experts > 1) {
+    out.unexpressed.push_back("fsdp stage " + std::to_string(stage) + ": Megatron-LM's --use-torch-fsdp2 runs " +
+                              "neither with pipeline nor with expert parallelism (validate_args); exported as "
+                              "the distributed optimizer (stage 1)");
+    distributed_optimizer();
+    return false;
+  }
+  out.parallelism.add("--use-torch-fsdp2");
+  if (stage == 2) out.parallelism.add("--torch-fsdp2-no-reshard-after-forward");
+  out.parallelism.add("--no-gradient-accumulation-fusion");
+  return true;
+}
+
+void translate_experts(const paraplan::PlanView& plan, const Strategy& strategy, Translation& out) {
+  out.parallelism.add("--expert-model-parallel-size", axis_degree(plan, "ep"));
+  out.parallelism.add("--expert-tensor-parallel-size", axis_degree(plan, "tp"));
+  const std::string dispatcher = strategy.setting("dispatcher");
+  out.moe.add("--moe-token-dispatcher-type", dispatcher.empty() ? "alltoall" : dispatcher);
+  const std::string capacity = strategy.setting("capacity_factor");
+  const double capacity_factor = capacity.empty() ? 0.0 : std::stod(capacity);
+  if (capacity_factor > 0.0) {
+    out.moe.add("--moe-expert-capacity-factor", decimal(capacity_factor));
+    if (strategy.setting("pad_to_capacity").empty() || strategy.flag("pad_to_capacity"))
+      out.moe.add("--moe-pad-expert-input-to-capacity");
+  }
+  if (plan.training().precision == PP_PRECISION_FP16)
+    out.unexpressed.push_back("ep with fp16: Megatron-LM runs expert parallelism only without --fp16 "
+                              "(validate_args); the script still says --fp16");
+}
+
+}  // namespace
+
+void translate_parallelism(const paraplan::PlanView& plan, const paraplan::ExportContext& context, Translation& out) {
+  const int64_t tensor = axis_degree(plan, "tp");
+  const int64_t context_parallel = axis_degree(plan, "cp");
+  const Strategy* tp = context.strategy("tp");
+  const Strategy* sp = context.strategy("sp");
+  const Strategy* ep = context.strategy("ep");
+
+  out.parallelism.add("--tensor-model-parallel-size", tensor);
+  const std::string sp_mode = sp ? sp->setting("mode") : "";
+  const bool sequence_parallel =
+      tensor > 1 && sp && (sp_mode == "megatron" || sp_mode.empty() || sp->flag("megatron_sp"));
+  if (sequence_parallel) out.parallelism.add("--sequence-parallel");
+  if (tp && tp->flag("overlap")) {
+    if (sequence_parallel)
+      out.parallelism.add("--tp-comm-overlap");
+    else
+      out.unexpressed.push_back("tp overlap: Megatron-LM overlaps tensor-parallel communication with GEMMs "
+                                "(--tp-comm-overlap) only with --sequence-parallel, which the plan does not use");
+  }
+  if (context_parallel > 1) {
+    out.parallelism.add("--context-parallel-size", context_parallel);
+    out.parallelism.add("--cp-comm-type", sp_mode == "ulysses" ? "a2a" : "p2p");
+    if (plan.model().seq_len % (2 * context_parallel) != 0)
+      out.unexpressed.push_back("sp: Megatron-LM needs the sequence (" + std::to_string(plan.model().seq_len) +
+                                ") to be a multiple of 2 x cp = " + std::to_string(2 * context_parallel) +
+                                " (load-balanced causal chunks)");
+  }
+
+  translate_pipeline(plan, out);
+  if (ep) translate_experts(plan, *ep, out);
+
+  bool torch_fsdp2 = false;
+  for (const Strategy& strategy : context.strategies()) {
+    if (strategy.name == "fsdp" || strategy.name == "hsdp") {
+      torch_fsdp2 = translate_data_parallel(plan, strategy, out) || torch_fsdp2;
+    } else if (strategy.name != "tp" && strategy.name != "sp" && strategy.name != "pp" && strategy.name != "ep") {
+      out.unexpressed.push_back("strategy '" + strategy.name + "' (degree " + std::to_string(strategy.degree) +
+                                "): Megatron-LM has no equivalent; the script runs without it");
+    }
+  }
+  out.ordered_launches = (tensor > 1 || context_parallel > 1) && !torch_fsdp2;
+}
+
+}  // namespace paraplan_megatron

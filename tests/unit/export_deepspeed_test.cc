@@ -1,0 +1,185 @@
+// The DeepSpeed exporter (plugins/exporters/deepspeed): golden files for three recipes (dense 3D,
+// MoE with expert parallelism, long context with ring attention and an interleaved pipeline), the
+// ds_config.json parsed back with nlohmann::json and checked against the recipe's own numbers
+// (train_batch_size = micro x gradient_accumulation_steps x dp), and the unexpressed lines.
+//
+// Regenerate the golden files (tests/data/export/deepspeed/<recipe>/) after an intended change:
+//   PARAPLAN_UPDATE_GOLDEN=1 paraplan_unit_tests --gtest_filter='ExportDeepspeed*'
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "host/export/exporting.h"
+#include "host/plan/hardware_binding.h"
+#include "host/recipe/recipe_reader.h"
+#include "test_support.h"
+
+namespace paraplan::host {
+namespace {
+
+const std::string kDense = PARAPLAN_RECIPES_DIR "/scenarios/seed1-llama2-70b-4k-64xh100.toml";
+const std::string kMoe = PARAPLAN_RECIPES_DIR "/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml";
+const std::string kLongContext = PARAPLAN_RECIPES_DIR "/export/llama3-70b-32k-cp4-256xh100.toml";
+
+ExportResult export_recipe(const std::string& file) {
+  std::unique_ptr<Recipe> recipe = read_recipe(file);
+  std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, test::bundled_catalog());
+  ComposedPlan composed = compose_plan(*recipe, test::bundled_catalog(), gpus_per_node(*recipe, *hardware), false);
+  return run_exporter("deepspeed", *recipe, test::bundled_catalog(), composed, *hardware);
+}
+
+std::string read(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return text;
+}
+
+// Compares every file (and the unexpressed lines) with tests/data/export/deepspeed/<name>/, or
+// rewrites them there under PARAPLAN_UPDATE_GOLDEN=1.
+void check_golden(const std::string& name, const ExportResult& result) {
+  const std::filesystem::path directory = std::filesystem::path(PARAPLAN_TEST_DATA_DIR) / "export/deepspeed" / name;
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const ExportedFile& file : result.files) files.emplace_back(file.name, file.data);
+  files.emplace_back("unexpressed.txt", joined(result.unexpressed));
+  const char* update = std::getenv("PARAPLAN_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    std::filesystem::create_directories(directory);
+    for (const auto& [file, data] : files) std::ofstream(directory / file, std::ios::binary) << data;
+    return;
+  }
+  for (const auto& [file, data] : files) {
+    ASSERT_TRUE(std::filesystem::exists(directory / file)) << (directory / file) << " is missing; regenerate with "
+                                                           << "PARAPLAN_UPDATE_GOLDEN=1";
+    EXPECT_EQ(read(directory / file), data) << "differs from " << (directory / file);
+  }
+}
+
+nlohmann::json config_of(const ExportResult& result) {
+  auto found = std::find_if(result.files.begin(), result.files.end(),
+                            [](const ExportedFile& file) { return file.name == "ds_config.json"; });
+  if (found == result.files.end()) throw std::runtime_error("no ds_config.json");
+  return nlohmann::json::parse(found->data);
+}
+
+const std::string& script_of(const ExportResult& result) {
+  auto found = std::find_if(result.files.begin(), result.files.end(),
+                            [](const ExportedFile& file) { return file.name == "run_deepspeed.sh"; });
+  if (found == result.files.end()) throw std::runtime_error("no run_deepspeed.sh");
+  return found->data;
+}
+
+// The recipe's own numbers, read from its TOML without paraplan.
+struct RecipeFacts {
+  int64_t gpus = 0, global_batch = 0, micro_batch = 0;
+  int64_t tp = 1, cp = 1, pp = 1, ep = 1, fsdp_stage = 0;
+  std::string recompute = "none";
+  int64_t dp() const { return gpus / (tp * cp * pp); }
+};
+
+RecipeFacts facts(const std::string& file) {
+  const toml::table recipe = toml::parse_file(file);
+  RecipeFacts facts;
+  facts.gpus = recipe["cluster"]["num_gpus"].value_or<int64_t>(0);
+  facts.global_batch = recipe["training"]["global_batch"].value_or<int64_t>(0);
+  facts.micro_batch = recipe["training"]["micro_batch"].value_or<int64_t>(1);
+  facts.recompute = recipe["training"]["recompute"].value_or<std::string>("none");
+  if (const toml::array* strategies = recipe["strategy"].as_array()) {
+    for (const toml::node& node : *strategies) {
+      const toml::table& strategy = *node.as_table();
+      const std::string name = strategy["name"].value_or<std::string>("");
+      const int64_t degree = strategy["degree"].value_or<int64_t>(1);
+      if (name == "tp") facts.tp = degree;
+      if (name == "sp" && strategy["mode"].value_or<std::string>("megatron") != "megatron") facts.cp = degree;
+      if (name == "pp") facts.pp = degree;
+      if (name == "ep") facts.ep = degree;
+      if (name == "fsdp") facts.fsdp_stage = strategy["stage"].value_or<int64_t>(0);
+    }
+  }
+  return facts;
+}
+
+bool mentions(const std::vector<std::string>& lines, const std::string& fragment) {
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& line) { return line.find(fragment) != std::string::npos; });
+}
+
+void check_against_recipe(const std::string& file, const nlohmann::json& config) {
+  const RecipeFacts recipe = facts(file);
+  const int64_t micro = config.at("train_micro_batch_size_per_gpu").get<int64_t>();
+  const int64_t accumulation = config.at("gradient_accumulation_steps").get<int64_t>();
+  EXPECT_EQ(config.at("train_batch_size").get<int64_t>(), recipe.global_batch);
+  EXPECT_EQ(micro, recipe.micro_batch);
+  EXPECT_EQ(accumulation, recipe.global_batch / (recipe.micro_batch * recipe.dp()));
+  // DeepSpeed's own batch assertion.
+  EXPECT_EQ(config.at("train_batch_size").get<int64_t>(), micro * accumulation * recipe.dp());
+  EXPECT_TRUE(config.at("bf16").at("enabled").get<bool>());
+  if (recipe.pp > 1) {
+    EXPECT_EQ(config.at("pipeline").at("stages").get<int64_t>(), recipe.pp);
+  } else {
+    EXPECT_FALSE(config.contains("pipeline"));
+  }
+  if (recipe.tp > 1) {
+    EXPECT_EQ(config.at("tensor_parallel").at("autotp_size").get<int64_t>(), recipe.tp);
+  }
+  EXPECT_EQ(config.contains("activation_checkpointing"), recipe.recompute == "full");
+}
+
+TEST(ExportDeepspeed, Dense3DMatchesTheGoldenFilesAndTheRecipe) {
+  const ExportResult result = export_recipe(kDense);
+  check_golden("seed1-llama2-70b-4k-64xh100", result);
+  const nlohmann::json config = config_of(result);
+  check_against_recipe(kDense, config);
+  EXPECT_EQ(config.at("gradient_accumulation_steps").get<int64_t>(), 256);  // 1024 / (1 x 4)
+  EXPECT_EQ(config.at("zero_optimization").at("stage").get<int64_t>(), 1);
+  EXPECT_TRUE(config.at("zero_optimization").at("overlap_comm").get<bool>());
+  EXPECT_EQ(config.at("pipeline").at("activation_checkpoint_interval").get<int64_t>(), 0);
+  EXPECT_TRUE(mentions(result.unexpressed, "tp 8: DeepSpeed's engine has tensor parallelism only as AutoTP"));
+  EXPECT_TRUE(mentions(result.unexpressed, "sp megatron"));
+  EXPECT_TRUE(mentions(result.unexpressed, "recompute selective"));
+  EXPECT_EQ(result.unexpressed.size(), 3u) << joined(result.unexpressed);
+  const std::string& script = script_of(result);
+  EXPECT_NE(script.find("--num_nodes 8 --num_gpus 8"), std::string::npos) << script;
+  EXPECT_NE(script.find("--deepspeed_config \"$HERE/ds_config.json\""), std::string::npos) << script;
+  EXPECT_NE(script.find("num_stages=2"), std::string::npos) << script;
+}
+
+TEST(ExportDeepspeed, MoeWithExpertParallelismMatchesTheGoldenFilesAndTheRecipe) {
+  const ExportResult result = export_recipe(kMoe);
+  check_golden("seed6-mixtral-8x7b-ep8-8xh100", result);
+  const nlohmann::json config = config_of(result);
+  check_against_recipe(kMoe, config);
+  EXPECT_EQ(config.at("gradient_accumulation_steps").get<int64_t>(), 4);  // 32 / (1 x 8)
+  EXPECT_EQ(config.at("zero_optimization").at("stage").get<int64_t>(), 3);
+  EXPECT_FALSE(config.at("zero_optimization").contains("reduce_scatter"));  // a ZeRO-1/2 option
+  EXPECT_TRUE(mentions(result.unexpressed, "ep 8: DeepSpeed-MoE takes expert parallelism in the model code"));
+  EXPECT_TRUE(mentions(result.unexpressed, "ep_size=8"));
+  EXPECT_EQ(result.unexpressed.size(), 1u) << joined(result.unexpressed);
+  EXPECT_NE(script_of(result).find("deepspeed --num_nodes 1 --num_gpus 8"), std::string::npos) << script_of(result);
+}
+
+TEST(ExportDeepspeed, LongContextMatchesTheGoldenFilesAndTheRecipe) {
+  const ExportResult result = export_recipe(kLongContext);
+  check_golden("llama3-70b-32k-cp4-256xh100", result);
+  const nlohmann::json config = config_of(result);
+  check_against_recipe(kLongContext, config);
+  EXPECT_EQ(config.at("gradient_accumulation_steps").get<int64_t>(), 32);  // 64 / (1 x dp 2)
+  EXPECT_FALSE(config.contains("sequence_parallel_size"));                 // ring attention is not Ulysses
+  EXPECT_TRUE(mentions(result.unexpressed, "sp mode ring (context parallelism 4)"));
+  EXPECT_TRUE(mentions(result.unexpressed, "pp schedule interleaved-1f1b (2 virtual stages)"));
+}
+
+}  // namespace
+}  // namespace paraplan::host

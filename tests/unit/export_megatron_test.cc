@@ -1,0 +1,340 @@
+// The megatron exporter (plugins/exporters/megatron): launch_megatron.sh for three recipes
+// compared with golden files, every pretrain_gpt.py flag checked against Megatron-LM's own
+// argument list, values checked against the recipes, and what Megatron-LM cannot express.
+//
+// Golden files: tests/data/export/megatron/<recipe>.sh. Regenerate them after an intended change:
+//   PARAPLAN_UPDATE_GOLDEN=1 bin/paraplan_unit_tests --gtest_filter='ExportMegatron*'
+// (the test then writes the files instead of comparing, and passes; review the diff).
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "host/export/exporting.h"
+#include "test_support.h"
+
+namespace paraplan::host {
+namespace {
+
+// Every flag the exporter may emit, each defined by group.add_argument in Megatron-LM's
+// megatron/training/arguments.py (NVIDIA/Megatron-LM, as of core 0.14/0.15): the network size,
+// regularization, training, mixed precision, distributed, data, tokenizer, moe and
+// Transformer-Engine groups.
+const std::set<std::string> kMegatronFlags = {
+    // _add_network_size_args
+    "--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-heads", "--attention-backend",
+    "--kv-channels", "--group-query-attention", "--num-query-groups", "--max-position-embeddings",
+    "--position-embedding-type", "--normalization", "--swiglu", "--untie-embeddings-and-output-weights",
+    // _add_training_args
+    "--micro-batch-size", "--global-batch-size", "--recompute-granularity", "--recompute-method",
+    "--recompute-num-layers", "--tp-comm-overlap", "--train-iters", "--log-interval", "--disable-bias-linear",
+    "--optimizer", "--sequence-parallel", "--no-gradient-accumulation-fusion", "--use-flash-attn",
+    // _add_learning_rate_args
+    "--lr",
+    // _add_mixed_precision_args
+    "--fp16", "--bf16",
+    // _add_transformer_engine_args
+    "--fp8-format",
+    // _add_distributed_args
+    "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--decoder-first-pipeline-num-layers",
+    "--decoder-last-pipeline-num-layers", "--num-layers-per-virtual-pipeline-stage",
+    "--num-virtual-stages-per-pipeline-rank", "--overlap-grad-reduce", "--overlap-param-gather",
+    "--use-distributed-optimizer", "--num-distributed-optimizer-instances", "--use-torch-fsdp2",
+    "--torch-fsdp2-no-reshard-after-forward", "--context-parallel-size", "--cp-comm-type",
+    // _add_validation_args
+    "--eval-iters",
+    // _add_tokenizer_args
+    "--vocab-size", "--padded-vocab-size", "--tokenizer-type",
+    // _add_data_args
+    "--mock-data", "--seq-length",
+    // _add_moe_args
+    "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--num-experts", "--moe-ffn-hidden-size",
+    "--moe-shared-expert-intermediate-size", "--moe-router-topk", "--moe-token-dispatcher-type",
+    "--moe-expert-capacity-factor", "--moe-pad-expert-input-to-capacity"};
+
+struct Export {
+  std::string script;  // launch_megatron.sh, the recipe path relative to the source tree
+  std::vector<std::string> unexpressed;
+};
+
+Export finish(const Recipe& recipe) {
+  std::unique_ptr<HardwareBinding> hardware = open_hardware(recipe, test::bundled_catalog());
+  const ComposedPlan composed = compose_plan(recipe, test::bundled_catalog(), gpus_per_node(recipe, *hardware));
+  ExportResult result = run_exporter("megatron", recipe, test::bundled_catalog(), composed, *hardware);
+  EXPECT_EQ(result.files.size(), 1u);
+  Export exported{result.files.empty() ? "" : result.files.front().data, result.unexpressed};
+  if (!result.files.empty()) {
+    EXPECT_EQ(result.files.front().name, "launch_megatron.sh");
+    EXPECT_TRUE(result.files.front().text);
+  }
+  // The recipe's path as the command line in the source tree would print it.
+  const std::string prefix = std::string(PARAPLAN_SOURCE_DIR) + "/";
+  for (size_t at = exported.script.find(prefix); at != std::string::npos; at = exported.script.find(prefix))
+    exported.script.erase(at, prefix.size());
+  return exported;
+}
+
+// A recipe under the source tree ("recipes/..."), with --set overrides.
+Export export_file(const std::string& relative, const std::vector<std::string>& overrides = {}) {
+  RecipeReaderOptions options;
+  options.overrides = overrides;
+  return finish(*read_recipe(std::string(PARAPLAN_SOURCE_DIR) + "/" + relative, options));
+}
+
+Export export_text(const std::string& text) { return finish(*parse_recipe(text, "recipe.toml")); }
+
+// The pretrain_gpt.py arguments: the lines of the script's bash arrays (NAME=( ... )), comments
+// left out, each "--flag [value]".
+std::vector<std::pair<std::string, std::string>> arguments(const std::string& script) {
+  std::vector<std::pair<std::string, std::string>> result;
+  std::istringstream lines(script);
+  std::string line;
+  bool inside = false;
+  while (std::getline(lines, line)) {
+    if (!inside && line.size() > 2 && line.ends_with("=(")) {
+      inside = true;
+      continue;
+    }
+    if (inside && line == ")") {
+      inside = false;
+      continue;
+    }
+    if (!inside) continue;
+    std::istringstream words(line);
+    std::string flag, value;
+    words >> flag;
+    if (flag.empty() || flag.front() == '#') continue;
+    std::getline(words >> std::ws, value);
+    result.emplace_back(flag, value);
+  }
+  return result;
+}
+
+// The value of a flag (absent: "<absent>"; a switch: "").
+std::string value(const std::string& script, const std::string& flag) {
+  for (const auto& [name, text] : arguments(script))
+    if (name == flag) return text;
+  return "<absent>";
+}
+
+bool has(const std::string& script, const std::string& flag) { return value(script, flag) != "<absent>"; }
+
+bool mentions(const std::vector<std::string>& lines, const std::string& fragment) {
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& line) { return line.find(fragment) != std::string::npos; });
+}
+
+void expect_real_flags(const std::string& script) {
+  const auto list = arguments(script);
+  EXPECT_GT(list.size(), 20u);
+  for (const auto& [flag, text] : list) {
+    EXPECT_TRUE(flag.starts_with("--")) << flag;
+    EXPECT_TRUE(kMegatronFlags.count(flag)) << flag << " is not a Megatron-LM flag (arguments.py)";
+    // Values are single words: numbers, choices.
+    EXPECT_EQ(text.find(' '), std::string::npos) << flag << " " << text;
+  }
+  // Every array reaches pretrain_gpt.py.
+  std::istringstream lines(script);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.ends_with("=(")) {
+      const std::string array = line.substr(0, line.size() - 2);
+      EXPECT_NE(script.find("\"${" + array + "[@]}\""), std::string::npos) << array;
+    }
+  const size_t launcher = script.find("torchrun");
+  ASSERT_NE(launcher, std::string::npos);
+  EXPECT_LT(launcher, script.find("pretrain_gpt.py", launcher));
+  for (const char* option : {"--nnodes", "--nproc-per-node", "--node-rank", "--master-addr", "--master-port"})
+    EXPECT_NE(script.find(option, launcher), std::string::npos) << option;
+}
+
+const char* const kGoldenRecipes[] = {"recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml",
+                                      "recipes/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml",
+                                      "recipes/export/llama3-70b-32k-cp4-256xh100.toml"};
+
+TEST(ExportMegatron, MatchesTheGoldenScripts) {
+  const char* flag = std::getenv("PARAPLAN_UPDATE_GOLDEN");
+  const bool update = flag && std::string(flag) == "1";
+  for (const std::string recipe : kGoldenRecipes) {
+    SCOPED_TRACE(recipe);
+    const Export exported = export_file(recipe);
+    const std::filesystem::path golden = std::filesystem::path(PARAPLAN_TEST_DATA_DIR) / "export" / "megatron" /
+                                         (std::filesystem::path(recipe).stem().string() + ".sh");
+    if (update) {
+      std::ofstream(golden, std::ios::binary) << exported.script;
+      continue;
+    }
+    std::ifstream in(golden, std::ios::binary);
+    ASSERT_TRUE(in) << golden << " is missing: PARAPLAN_UPDATE_GOLDEN=1 writes it";
+    std::stringstream expected;
+    expected << in.rdbuf();
+    EXPECT_EQ(exported.script, expected.str()) << "regenerate with PARAPLAN_UPDATE_GOLDEN=1 if the change is intended";
+  }
+}
+
+TEST(ExportMegatron, EmitsOnlyMegatronFlags) {
+  for (const std::string recipe : kGoldenRecipes) {
+    SCOPED_TRACE(recipe);
+    expect_real_flags(export_file(recipe).script);
+  }
+  expect_real_flags(export_file("recipes/scenarios/seed5-llama2-7b-fsdp3-scaling.toml").script);
+  expect_real_flags(export_file("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml",
+                                {"strategy.tp.overlap=true", "training.precision=fp8", "training.recompute=full"})
+                        .script);
+}
+
+// Llama 2 70B on 64 H100: TP 8 x PP 2 x DP 4, Megatron sequence parallelism, ZeRO-1.
+TEST(ExportMegatron, DenseThreeDimensionalPlan) {
+  const Export exported = export_file("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml");
+  const std::string& script = exported.script;
+  EXPECT_TRUE(exported.unexpressed.empty());
+  EXPECT_EQ(value(script, "--num-layers"), "80");
+  EXPECT_EQ(value(script, "--hidden-size"), "8192");
+  EXPECT_EQ(value(script, "--num-attention-heads"), "64");
+  EXPECT_TRUE(has(script, "--group-query-attention"));
+  EXPECT_EQ(value(script, "--num-query-groups"), "8");
+  EXPECT_EQ(value(script, "--seq-length"), "4096");
+  EXPECT_TRUE(has(script, "--swiglu"));
+  EXPECT_EQ(value(script, "--tensor-model-parallel-size"), "8");
+  EXPECT_EQ(value(script, "--pipeline-model-parallel-size"), "2");
+  EXPECT_FALSE(has(script, "--num-layers-per-virtual-pipeline-stage"));
+  EXPECT_FALSE(has(script, "--context-parallel-size"));
+  EXPECT_TRUE(has(script, "--sequence-parallel"));
+  EXPECT_TRUE(has(script, "--use-distributed-optimizer"));
+  EXPECT_TRUE(has(script, "--overlap-grad-reduce"));
+  EXPECT_TRUE(has(script, "--overlap-param-gather"));
+  EXPECT_EQ(value(script, "--micro-batch-size"), "1");
+  EXPECT_EQ(value(script, "--global-batch-size"), "1024");
+  EXPECT_TRUE(has(script, "--bf16"));
+  EXPECT_EQ(value(script, "--recompute-granularity"), "selective");
+  EXPECT_FALSE(has(script, "--recompute-method"));  // Megatron-LM refuses a method with selective
+  EXPECT_FALSE(has(script, "--num-experts"));
+  EXPECT_EQ(value(script, "--train-iters"), "100");
+  EXPECT_TRUE(has(script, "--mock-data"));
+  EXPECT_EQ(value(script, "--tokenizer-type"), "NullTokenizer");
+  EXPECT_EQ(value(script, "--padded-vocab-size"), "32000");
+  EXPECT_NE(script.find("NNODES=\"${NNODES:-8}\""), std::string::npos);
+  EXPECT_NE(script.find("GPUS_PER_NODE=\"${GPUS_PER_NODE:-8}\""), std::string::npos);
+  EXPECT_NE(script.find("MEGATRON_PATH=\"${MEGATRON_PATH:-/workspace/Megatron-LM}\""), std::string::npos);
+  EXPECT_NE(script.find("export CUDA_DEVICE_MAX_CONNECTIONS=1"), std::string::npos);
+  EXPECT_NE(script.find("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml"), std::string::npos);
+}
+
+// Mixtral 8x7B, EP 8 on 8 GPUs, capacity factor 1 with padded buffers, full recompute, FSDP-3.
+TEST(ExportMegatron, ExpertParallelPlan) {
+  const Export exported = export_file("recipes/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml");
+  const std::string& script = exported.script;
+  EXPECT_EQ(value(script, "--num-experts"), "8");
+  EXPECT_EQ(value(script, "--moe-router-topk"), "2");
+  EXPECT_EQ(value(script, "--moe-ffn-hidden-size"), "14336");
+  EXPECT_EQ(value(script, "--expert-model-parallel-size"), "8");
+  EXPECT_EQ(value(script, "--expert-tensor-parallel-size"), "1");
+  EXPECT_EQ(value(script, "--moe-token-dispatcher-type"), "alltoall");
+  EXPECT_EQ(value(script, "--moe-expert-capacity-factor"), "1.0");
+  EXPECT_TRUE(has(script, "--moe-pad-expert-input-to-capacity"));
+  EXPECT_EQ(value(script, "--global-batch-size"), "32");
+  EXPECT_EQ(value(script, "--recompute-granularity"), "full");
+  EXPECT_EQ(value(script, "--recompute-method"), "uniform");
+  EXPECT_EQ(value(script, "--recompute-num-layers"), "1");
+  EXPECT_NE(script.find("NNODES=\"${NNODES:-1}\""), std::string::npos);
+  // ZeRO-3 with expert parallelism: torch FSDP2 refuses EP, the distributed optimizer stands in.
+  EXPECT_TRUE(has(script, "--use-distributed-optimizer"));
+  EXPECT_FALSE(has(script, "--use-torch-fsdp2"));
+  ASSERT_EQ(exported.unexpressed.size(), 1u);
+  EXPECT_TRUE(mentions(exported.unexpressed, "fsdp stage 3"));
+  EXPECT_NE(script.find("#   - fsdp stage 3"), std::string::npos);  // repeated in the header
+  // Dropless routing: no capacity flags.
+  const Export dropless = export_file("recipes/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml",
+                                      {"strategy.ep.capacity_factor=0", "strategy.ep.dispatcher=allgather"});
+  EXPECT_FALSE(has(dropless.script, "--moe-expert-capacity-factor"));
+  EXPECT_FALSE(has(dropless.script, "--moe-pad-expert-input-to-capacity"));
+  EXPECT_EQ(value(dropless.script, "--moe-token-dispatcher-type"), "allgather");
+}
+
+// Llama 3 70B at 32K on 256 GPUs: TP 8 x CP 4 (ring) x PP 4 (interleaved, 2 chunks) x DP 2.
+TEST(ExportMegatron, LongContextPlan) {
+  const Export exported = export_file("recipes/export/llama3-70b-32k-cp4-256xh100.toml");
+  const std::string& script = exported.script;
+  EXPECT_TRUE(exported.unexpressed.empty());
+  EXPECT_EQ(value(script, "--tensor-model-parallel-size"), "8");
+  EXPECT_EQ(value(script, "--context-parallel-size"), "4");
+  EXPECT_EQ(value(script, "--cp-comm-type"), "p2p");
+  EXPECT_TRUE(has(script, "--sequence-parallel"));  // megatron_sp = true
+  EXPECT_EQ(value(script, "--pipeline-model-parallel-size"), "4");
+  EXPECT_EQ(value(script, "--num-layers-per-virtual-pipeline-stage"), std::to_string(80 / (4 * 2)));
+  EXPECT_EQ(value(script, "--seq-length"), "32768");
+  EXPECT_EQ(value(script, "--max-position-embeddings"), "32768");
+  EXPECT_EQ(value(script, "--global-batch-size"), "64");
+  EXPECT_EQ(value(script, "--padded-vocab-size"), "128256");
+  EXPECT_NE(script.find("NNODES=\"${NNODES:-32}\""), std::string::npos);
+  // Ulysses is Megatron-LM's all-to-all context parallelism (cp divides the KV heads per tp rank).
+  const Export ulysses = export_file("recipes/export/llama3-70b-32k-cp4-256xh100.toml",
+                                     {"strategy.sp.mode=ulysses", "strategy.tp.degree=2"});
+  EXPECT_EQ(value(ulysses.script, "--cp-comm-type"), "a2a");
+  EXPECT_EQ(value(ulysses.script, "--context-parallel-size"), "4");
+}
+
+TEST(ExportMegatron, ReportsWhatMegatronCannotExpress) {
+  // HSDP with ZeRO-3 inside the groups: Megatron-LM's hybrid form shards only optimizer state.
+  const Export hybrid = export_text(
+      "[model]\npreset = \"llama2-7b\"\n[training]\nglobal_batch = 64\nmicro_batch = 1\n"
+      "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 64\n[[strategy]]\nname = \"hsdp\"\nstage = 3\n");
+  EXPECT_TRUE(mentions(hybrid.unexpressed, "hsdp stage 3"));
+  EXPECT_TRUE(has(hybrid.script, "--use-distributed-optimizer"));
+  EXPECT_EQ(value(hybrid.script, "--num-distributed-optimizer-instances"), "8");
+
+  // Schedules Megatron-LM lacks.
+  for (const char* schedule : {"gpipe", "zero-bubble"}) {
+    const Export exported = export_file("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml",
+                                        {std::string("strategy.pp.schedule=") + schedule});
+    EXPECT_TRUE(mentions(exported.unexpressed, std::string("pp schedule '") + schedule + "'")) << schedule;
+  }
+
+  // A third-party strategy (the test plugin test_good) is reported by name.
+  const Export third_party = export_text(
+      "[model]\npreset = \"llama2-7b\"\n[training]\nglobal_batch = 16\nmicro_batch = 1\n"
+      "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 16\n[[strategy]]\nname = \"test_good\"\n"
+      "[[strategy]]\nname = \"fsdp\"\n");
+  EXPECT_TRUE(mentions(third_party.unexpressed, "strategy 'test_good'"));
+  expect_real_flags(third_party.script);
+
+  // Tensor-parallel overlap needs sequence parallelism in Megatron-LM.
+  const Export without_sp = export_file("recipes/export/llama3-70b-32k-cp4-256xh100.toml",
+                                        {"strategy.tp.overlap=true", "strategy.sp.megatron_sp=false"});
+  EXPECT_TRUE(mentions(without_sp.unexpressed, "tp overlap"));
+  EXPECT_FALSE(has(without_sp.script, "--tp-comm-overlap"));
+  EXPECT_FALSE(has(without_sp.script, "--sequence-parallel"));
+  const Export with_sp =
+      export_file("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml", {"strategy.tp.overlap=true"});
+  EXPECT_TRUE(with_sp.unexpressed.empty());
+  EXPECT_TRUE(has(with_sp.script, "--tp-comm-overlap"));
+}
+
+TEST(ExportMegatron, FullShardingWithoutPipelineRunsTorchFsdp2) {
+  const Export exported = export_file("recipes/scenarios/seed5-llama2-7b-fsdp3-scaling.toml");
+  EXPECT_TRUE(exported.unexpressed.empty());
+  EXPECT_TRUE(has(exported.script, "--use-torch-fsdp2"));
+  EXPECT_TRUE(has(exported.script, "--no-gradient-accumulation-fusion"));
+  EXPECT_FALSE(has(exported.script, "--use-distributed-optimizer"));
+  EXPECT_FALSE(has(exported.script, "--torch-fsdp2-no-reshard-after-forward"));
+  EXPECT_EQ(exported.script.find("CUDA_DEVICE_MAX_CONNECTIONS"), std::string::npos);  // FSDP2 refuses 1
+  const Export stage2 =
+      export_file("recipes/scenarios/seed5-llama2-7b-fsdp3-scaling.toml", {"strategy.fsdp.stage=2"});
+  EXPECT_TRUE(has(stage2.script, "--torch-fsdp2-no-reshard-after-forward"));
+}
+
+TEST(ExportMegatron, ExporterParametersAndPrecision) {
+  const Export exported = export_file("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml",
+                                      {"export.megatron.train_iters=7", "export.megatron.megatron_path=/opt/mlm",
+                                       "training.precision=fp8", "training.recompute=none"});
+  EXPECT_EQ(value(exported.script, "--train-iters"), "7");
+  EXPECT_NE(exported.script.find("MEGATRON_PATH=\"${MEGATRON_PATH:-/opt/mlm}\""), std::string::npos);
+  EXPECT_TRUE(has(exported.script, "--bf16"));
+  EXPECT_EQ(value(exported.script, "--fp8-format"), "hybrid");
+  EXPECT_FALSE(has(exported.script, "--recompute-granularity"));
+}
+
+}  // namespace
+}  // namespace paraplan::host

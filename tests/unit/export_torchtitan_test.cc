@@ -1,0 +1,209 @@
+// The torchtitan exporter (plugins/exporters/torchtitan): golden files for three recipes (dense 3D,
+// MoE with expert parallelism, long context with ring attention and an interleaved pipeline), the
+// job config parsed back with toml++ and checked against the recipe's own numbers, and the lines
+// reported as unexpressed.
+//
+// Regenerate the golden files (tests/data/export/torchtitan/<recipe>/) after an intended change:
+//   PARAPLAN_UPDATE_GOLDEN=1 paraplan_unit_tests --gtest_filter='ExportTorchtitan*'
+#include <gtest/gtest.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "host/export/exporting.h"
+#include "host/plan/hardware_binding.h"
+#include "host/recipe/recipe_reader.h"
+#include "test_support.h"
+
+namespace paraplan::host {
+namespace {
+
+const std::string kDense = PARAPLAN_RECIPES_DIR "/scenarios/seed1-llama2-70b-4k-64xh100.toml";
+const std::string kMoe = PARAPLAN_RECIPES_DIR "/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml";
+const std::string kLongContext = PARAPLAN_RECIPES_DIR "/export/llama3-70b-32k-cp4-256xh100.toml";
+
+ExportResult export_recipe(const std::string& file) {
+  std::unique_ptr<Recipe> recipe = read_recipe(file);
+  std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, test::bundled_catalog());
+  ComposedPlan composed = compose_plan(*recipe, test::bundled_catalog(), gpus_per_node(*recipe, *hardware), false);
+  return run_exporter("torchtitan", *recipe, test::bundled_catalog(), composed, *hardware);
+}
+
+std::string read(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return text;
+}
+
+// Compares every file (and the unexpressed lines) with tests/data/export/torchtitan/<name>/, or
+// rewrites them there under PARAPLAN_UPDATE_GOLDEN=1.
+void check_golden(const std::string& name, const ExportResult& result) {
+  const std::filesystem::path directory = std::filesystem::path(PARAPLAN_TEST_DATA_DIR) / "export/torchtitan" / name;
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const ExportedFile& file : result.files) files.emplace_back(file.name, file.data);
+  files.emplace_back("unexpressed.txt", joined(result.unexpressed));
+  const char* update = std::getenv("PARAPLAN_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    std::filesystem::create_directories(directory);
+    for (const auto& [file, data] : files) std::ofstream(directory / file, std::ios::binary) << data;
+    return;
+  }
+  for (const auto& [file, data] : files) {
+    ASSERT_TRUE(std::filesystem::exists(directory / file)) << (directory / file) << " is missing; regenerate with "
+                                                           << "PARAPLAN_UPDATE_GOLDEN=1";
+    EXPECT_EQ(read(directory / file), data) << "differs from " << (directory / file);
+  }
+}
+
+const ExportedFile& file_named(const ExportResult& result, const std::string& name) {
+  auto found = std::find_if(result.files.begin(), result.files.end(),
+                            [&](const ExportedFile& file) { return file.name == name; });
+  if (found == result.files.end()) throw std::runtime_error("no exported file " + name);
+  return *found;
+}
+
+// The recipe's own numbers, read from its TOML without paraplan: what the job config must say.
+struct RecipeFacts {
+  int64_t gpus = 0, global_batch = 0, micro_batch = 0, seq_len = 0;
+  int64_t tp = 1, cp = 1, pp = 1, ep = 1, virtual_stages = 1, fsdp_stage = 0;
+  std::string recompute = "none", schedule = "1f1b";
+  int64_t dp() const { return gpus / (tp * cp * pp); }
+};
+
+RecipeFacts facts(const std::string& file) {
+  const toml::table recipe = toml::parse_file(file);
+  RecipeFacts facts;
+  facts.gpus = recipe["cluster"]["num_gpus"].value_or<int64_t>(0);
+  facts.global_batch = recipe["training"]["global_batch"].value_or<int64_t>(0);
+  facts.micro_batch = recipe["training"]["micro_batch"].value_or<int64_t>(1);
+  facts.seq_len = recipe["model"]["seq_len"].value_or<int64_t>(0);
+  facts.recompute = recipe["training"]["recompute"].value_or<std::string>("none");
+  if (const toml::array* strategies = recipe["strategy"].as_array()) {
+    for (const toml::node& node : *strategies) {
+      const toml::table& strategy = *node.as_table();
+      const std::string name = strategy["name"].value_or<std::string>("");
+      const int64_t degree = strategy["degree"].value_or<int64_t>(1);
+      if (name == "tp") facts.tp = degree;
+      if (name == "sp" && strategy["mode"].value_or<std::string>("megatron") != "megatron") facts.cp = degree;
+      if (name == "pp") {
+        facts.pp = degree;
+        facts.schedule = strategy["schedule"].value_or<std::string>("1f1b");
+        facts.virtual_stages = strategy["virtual_stages"].value_or<int64_t>(1);
+      }
+      if (name == "ep") facts.ep = degree;
+      if (name == "fsdp") facts.fsdp_stage = strategy["stage"].value_or<int64_t>(0);
+    }
+  }
+  return facts;
+}
+
+int64_t integer(const toml::table& config, const char* section, const char* key) {
+  std::optional<int64_t> value = config[section][key].value<int64_t>();
+  if (!value) ADD_FAILURE() << section << "." << key << " is missing";
+  return value.value_or(-1);
+}
+
+std::string text(const toml::table& config, const char* section, const char* key) {
+  std::optional<std::string> value = config[section][key].value<std::string>();
+  if (!value) ADD_FAILURE() << section << "." << key << " is missing";
+  return value.value_or("");
+}
+
+bool mentions(const std::vector<std::string>& lines, const std::string& fragment) {
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& line) { return line.find(fragment) != std::string::npos; });
+}
+
+// The degrees and batch sizes every recipe must carry into the job config.
+void check_against_recipe(const std::string& file, const toml::table& config) {
+  const RecipeFacts recipe = facts(file);
+  EXPECT_EQ(integer(config, "parallelism", "tensor_parallel_degree"), recipe.tp);
+  EXPECT_EQ(integer(config, "parallelism", "context_parallel_degree"), recipe.cp);
+  EXPECT_EQ(integer(config, "parallelism", "pipeline_parallel_degree"), recipe.pp);
+  EXPECT_EQ(integer(config, "parallelism", "expert_parallel_degree"), recipe.ep);
+  EXPECT_EQ(integer(config, "parallelism", "data_parallel_replicate_degree") *
+                integer(config, "parallelism", "data_parallel_shard_degree"),
+            recipe.dp());
+  EXPECT_EQ(integer(config, "training", "global_batch_size"), recipe.global_batch);
+  if (recipe.seq_len > 0) {
+    EXPECT_EQ(integer(config, "training", "seq_len"), recipe.seq_len);
+  }
+  // torchtitan accumulates gradients global / (local x dp) times; with a pipeline that is 1 and the
+  // pipeline runs local / microbatch_size micro-batches: either way global / (micro x dp) micro-batches.
+  const int64_t local = integer(config, "training", "local_batch_size");
+  const int64_t accumulation = recipe.global_batch / (local * recipe.dp());
+  const int64_t per_pass = recipe.pp > 1 ? local / integer(config, "parallelism", "pipeline_parallel_microbatch_size")
+                                         : local / recipe.micro_batch;
+  EXPECT_EQ(accumulation * per_pass, recipe.global_batch / (recipe.micro_batch * recipe.dp()));
+  EXPECT_EQ(local * accumulation * recipe.dp(), recipe.global_batch);
+  EXPECT_EQ(text(config, "activation_checkpoint", "mode"), recipe.recompute);
+}
+
+TEST(ExportTorchtitan, Dense3DMatchesTheGoldenFilesAndTheRecipe) {
+  const ExportResult result = export_recipe(kDense);
+  check_golden("seed1-llama2-70b-4k-64xh100", result);
+  const toml::table config = toml::parse(file_named(result, "torchtitan_job.toml").data);
+  check_against_recipe(kDense, config);
+  EXPECT_EQ(text(config, "parallelism", "pipeline_parallel_schedule"), "1F1B");
+  EXPECT_EQ(integer(config, "parallelism", "pipeline_parallel_microbatch_size"), 1);
+  // 1024 sequences over dp 4: one step pushes 256 micro-batches of 1 through the pipeline.
+  EXPECT_EQ(integer(config, "training", "local_batch_size"), 256);
+  EXPECT_EQ(integer(config, "parallelism", "pipeline_parallel_layers_per_stage"), 40);  // 80 layers / 2 stages
+  // ZeRO-1 has no torchtitan form: FSDP2 over the 4 data-parallel ranks, reported.
+  EXPECT_EQ(integer(config, "parallelism", "data_parallel_shard_degree"), 4);
+  EXPECT_EQ(text(config, "parallelism", "fsdp_reshard_after_forward"), "never");
+  EXPECT_TRUE(mentions(result.unexpressed, "fsdp stage 1 (ZeRO-1)"));
+  EXPECT_TRUE(mentions(result.unexpressed, "model 'llama2-70b'"));
+  EXPECT_EQ(result.unexpressed.size(), 2u) << joined(result.unexpressed);
+  // The overrides say the same as the file.
+  const std::string& overrides = file_named(result, "torchtitan_overrides.txt").data;
+  EXPECT_NE(overrides.find("--parallelism.tensor_parallel_degree 8\n"), std::string::npos) << overrides;
+  EXPECT_NE(overrides.find("--parallelism.pipeline_parallel_schedule 1F1B\n"), std::string::npos) << overrides;
+  const std::string& script = file_named(result, "run_torchtitan.sh").data;
+  EXPECT_NE(script.find("NNODES=\"${NNODES:-8}\""), std::string::npos) << script;
+  EXPECT_NE(script.find("-m torchtitan.train --job.config_file"), std::string::npos) << script;
+}
+
+TEST(ExportTorchtitan, MoeWithExpertParallelismMatchesTheGoldenFilesAndTheRecipe) {
+  const ExportResult result = export_recipe(kMoe);
+  check_golden("seed6-mixtral-8x7b-ep8-8xh100", result);
+  const toml::table config = toml::parse(file_named(result, "torchtitan_job.toml").data);
+  check_against_recipe(kMoe, config);
+  EXPECT_EQ(integer(config, "parallelism", "data_parallel_shard_degree"), 8);  // ZeRO-3 = FSDP2
+  EXPECT_EQ(integer(config, "training", "local_batch_size"), 1);               // accumulates 32 / 8 = 4 times
+  EXPECT_FALSE(config["parallelism"]["pipeline_parallel_schedule"]);
+  EXPECT_TRUE(mentions(result.unexpressed, "ep capacity_factor = 1"));
+  EXPECT_TRUE(mentions(result.unexpressed, "model 'mixtral-8x7b'"));
+  EXPECT_FALSE(mentions(result.unexpressed, "fsdp stage"));
+}
+
+TEST(ExportTorchtitan, LongContextMatchesTheGoldenFilesAndTheRecipe) {
+  const ExportResult result = export_recipe(kLongContext);
+  check_golden("llama3-70b-32k-cp4-256xh100", result);
+  const toml::table config = toml::parse(file_named(result, "torchtitan_job.toml").data);
+  check_against_recipe(kLongContext, config);
+  EXPECT_EQ(text(config, "model", "name"), "llama3");
+  EXPECT_EQ(text(config, "model", "flavor"), "70B");
+  EXPECT_EQ(text(config, "parallelism", "pipeline_parallel_schedule"), "Interleaved1F1B");
+  // 80 layers on 4 ranks x 2 chunks.
+  EXPECT_EQ(integer(config, "parallelism", "pipeline_parallel_layers_per_stage"), 10);
+  EXPECT_EQ(integer(config, "parallelism", "pipeline_parallel_first_stage_less_layers"), 0);
+  EXPECT_EQ(text(config, "parallelism", "context_parallel_rotate_method"), "alltoall");
+  EXPECT_EQ(integer(config, "training", "local_batch_size"), 32);  // 64 / dp 2
+  EXPECT_EQ(result.unexpressed, std::vector<std::string>{result.unexpressed.front()});
+  EXPECT_TRUE(mentions(result.unexpressed, "fsdp stage 1"));
+}
+
+}  // namespace
+}  // namespace paraplan::host
