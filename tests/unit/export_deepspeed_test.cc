@@ -18,54 +18,19 @@
 #include "host/export/exporting.h"
 #include "host/plan/hardware_binding.h"
 #include "host/recipe/recipe_reader.h"
-#include "test_support.h"
+#include "export_test_support.h"
+#include "host/core/joined.h"
 
 namespace paraplan::host {
 namespace {
 
-const std::string kDense = PARAPLAN_RECIPES_DIR "/scenarios/seed1-llama2-70b-4k-64xh100.toml";
-const std::string kMoe = PARAPLAN_RECIPES_DIR "/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml";
-const std::string kLongContext = PARAPLAN_RECIPES_DIR "/export/llama3-70b-32k-cp4-256xh100.toml";
+const std::string& kDense = test::kDenseRecipe;
+const std::string& kMoe = test::kMoeRecipe;
+const std::string& kLongContext = test::kLongContextRecipe;
 
-ExportResult export_recipe(const std::string& file) {
-  std::unique_ptr<Recipe> recipe = read_recipe(file);
-  std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, test::bundled_catalog());
-  ComposedPlan composed = compose_plan(*recipe, test::bundled_catalog(), gpus_per_node(*recipe, *hardware), false);
-  return run_exporter("deepspeed", *recipe, test::bundled_catalog(), composed, *hardware);
-}
+ExportResult export_recipe(const std::string& file) { return test::export_recipe(file, "deepspeed"); }
 
-std::string read(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const std::string& line : lines) text += line + "\n";
-  return text;
-}
-
-// Compares every file (and the unexpressed lines) with tests/data/export/deepspeed/<name>/, or
-// rewrites them there under PARAPLAN_UPDATE_GOLDEN=1.
-void check_golden(const std::string& name, const ExportResult& result) {
-  const std::filesystem::path directory = std::filesystem::path(PARAPLAN_TEST_DATA_DIR) / "export/deepspeed" / name;
-  std::vector<std::pair<std::string, std::string>> files;
-  for (const ExportedFile& file : result.files) files.emplace_back(file.name, file.data);
-  files.emplace_back("unexpressed.txt", joined(result.unexpressed));
-  const char* update = std::getenv("PARAPLAN_UPDATE_GOLDEN");
-  if (update && std::string(update) == "1") {
-    std::filesystem::create_directories(directory);
-    for (const auto& [file, data] : files) std::ofstream(directory / file, std::ios::binary) << data;
-    return;
-  }
-  for (const auto& [file, data] : files) {
-    ASSERT_TRUE(std::filesystem::exists(directory / file)) << (directory / file) << " is missing; regenerate with "
-                                                           << "PARAPLAN_UPDATE_GOLDEN=1";
-    EXPECT_EQ(read(directory / file), data) << "differs from " << (directory / file);
-  }
-}
+void check_golden(const std::string& recipe, const ExportResult& result) { test::check_golden("deepspeed", recipe, result); }
 
 nlohmann::json config_of(const ExportResult& result) {
   auto found = std::find_if(result.files.begin(), result.files.end(),
@@ -149,7 +114,7 @@ TEST(ExportDeepspeed, Dense3DMatchesTheGoldenFilesAndTheRecipe) {
   EXPECT_TRUE(mentions(result.unexpressed, "tp 8: DeepSpeed's engine has tensor parallelism only as AutoTP"));
   EXPECT_TRUE(mentions(result.unexpressed, "sp megatron"));
   EXPECT_TRUE(mentions(result.unexpressed, "recompute selective"));
-  EXPECT_EQ(result.unexpressed.size(), 3u) << joined(result.unexpressed);
+  EXPECT_EQ(result.unexpressed.size(), 3u) << joined(result.unexpressed, "\n");
   const std::string& script = script_of(result);
   EXPECT_NE(script.find("--num_nodes 8 --num_gpus 8"), std::string::npos) << script;
   EXPECT_NE(script.find("--deepspeed_config \"$HERE/ds_config.json\""), std::string::npos) << script;
@@ -166,7 +131,7 @@ TEST(ExportDeepspeed, MoeWithExpertParallelismMatchesTheGoldenFilesAndTheRecipe)
   EXPECT_FALSE(config.at("zero_optimization").contains("reduce_scatter"));  // a ZeRO-1/2 option
   EXPECT_TRUE(mentions(result.unexpressed, "ep 8: DeepSpeed-MoE takes expert parallelism in the model code"));
   EXPECT_TRUE(mentions(result.unexpressed, "ep_size=8"));
-  EXPECT_EQ(result.unexpressed.size(), 1u) << joined(result.unexpressed);
+  EXPECT_EQ(result.unexpressed.size(), 1u) << joined(result.unexpressed, "\n");
   EXPECT_NE(script_of(result).find("deepspeed --num_nodes 1 --num_gpus 8"), std::string::npos) << script_of(result);
 }
 

@@ -17,54 +17,19 @@
 #include "host/export/exporting.h"
 #include "host/plan/hardware_binding.h"
 #include "host/recipe/recipe_reader.h"
-#include "test_support.h"
+#include "export_test_support.h"
+#include "host/core/joined.h"
 
 namespace paraplan::host {
 namespace {
 
-const std::string kDense = PARAPLAN_RECIPES_DIR "/scenarios/seed1-llama2-70b-4k-64xh100.toml";
-const std::string kMoe = PARAPLAN_RECIPES_DIR "/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml";
-const std::string kLongContext = PARAPLAN_RECIPES_DIR "/export/llama3-70b-32k-cp4-256xh100.toml";
+const std::string& kDense = test::kDenseRecipe;
+const std::string& kMoe = test::kMoeRecipe;
+const std::string& kLongContext = test::kLongContextRecipe;
 
-ExportResult export_recipe(const std::string& file) {
-  std::unique_ptr<Recipe> recipe = read_recipe(file);
-  std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, test::bundled_catalog());
-  ComposedPlan composed = compose_plan(*recipe, test::bundled_catalog(), gpus_per_node(*recipe, *hardware), false);
-  return run_exporter("torchtitan", *recipe, test::bundled_catalog(), composed, *hardware);
-}
+ExportResult export_recipe(const std::string& file) { return test::export_recipe(file, "torchtitan"); }
 
-std::string read(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const std::string& line : lines) text += line + "\n";
-  return text;
-}
-
-// Compares every file (and the unexpressed lines) with tests/data/export/torchtitan/<name>/, or
-// rewrites them there under PARAPLAN_UPDATE_GOLDEN=1.
-void check_golden(const std::string& name, const ExportResult& result) {
-  const std::filesystem::path directory = std::filesystem::path(PARAPLAN_TEST_DATA_DIR) / "export/torchtitan" / name;
-  std::vector<std::pair<std::string, std::string>> files;
-  for (const ExportedFile& file : result.files) files.emplace_back(file.name, file.data);
-  files.emplace_back("unexpressed.txt", joined(result.unexpressed));
-  const char* update = std::getenv("PARAPLAN_UPDATE_GOLDEN");
-  if (update && std::string(update) == "1") {
-    std::filesystem::create_directories(directory);
-    for (const auto& [file, data] : files) std::ofstream(directory / file, std::ios::binary) << data;
-    return;
-  }
-  for (const auto& [file, data] : files) {
-    ASSERT_TRUE(std::filesystem::exists(directory / file)) << (directory / file) << " is missing; regenerate with "
-                                                           << "PARAPLAN_UPDATE_GOLDEN=1";
-    EXPECT_EQ(read(directory / file), data) << "differs from " << (directory / file);
-  }
-}
+void check_golden(const std::string& recipe, const ExportResult& result) { test::check_golden("torchtitan", recipe, result); }
 
 const ExportedFile& file_named(const ExportResult& result, const std::string& name) {
   auto found = std::find_if(result.files.begin(), result.files.end(),
@@ -165,7 +130,7 @@ TEST(ExportTorchtitan, Dense3DMatchesTheGoldenFilesAndTheRecipe) {
   EXPECT_EQ(text(config, "parallelism", "fsdp_reshard_after_forward"), "never");
   EXPECT_TRUE(mentions(result.unexpressed, "fsdp stage 1 (ZeRO-1)"));
   EXPECT_TRUE(mentions(result.unexpressed, "model 'llama2-70b'"));
-  EXPECT_EQ(result.unexpressed.size(), 2u) << joined(result.unexpressed);
+  EXPECT_EQ(result.unexpressed.size(), 2u) << joined(result.unexpressed, "\n");
   // The overrides say the same as the file.
   const std::string& overrides = file_named(result, "torchtitan_overrides.txt").data;
   EXPECT_NE(overrides.find("--parallelism.tensor_parallel_degree 8\n"), std::string::npos) << overrides;
