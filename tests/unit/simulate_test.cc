@@ -261,23 +261,23 @@ TEST(Simulate, ExpertImbalanceMakesTheBusiestRankLate) {
 // The engine, on programs timed by hand
 
 struct ToyRun {
-  simulate::ProgramSet programs;
+  rank_program::ProgramSet programs;
   std::vector<pp_mesh_axis> axes;
   pp_hardware_profile profile{};
 };
 
 // One stage; streams: compute, then two per axis ("dp", "dp reduce"), then host. Two ranks on a
 // "dp" axis, and a second tier so transfers can use different links.
-ToyRun toy(std::vector<simulate::Instruction> instructions, std::vector<int32_t> dependencies = {}) {
+ToyRun toy(std::vector<rank_program::Instruction> instructions, std::vector<int32_t> dependencies = {}) {
   ToyRun run;
   run.programs.streams = {"compute", "dp", "dp reduce", "host"};
   run.programs.message_slots = 2;
-  simulate::StageProgram program;
+  rank_program::StageProgram program;
   program.instructions = std::move(instructions);
   program.dependencies = std::move(dependencies);
   program.labels = {"work"};
-  for (simulate::Instruction& instruction : program.instructions) instruction.label = 0;
-  simulate::index_streams(program, run.programs.streams.size());
+  for (rank_program::Instruction& instruction : program.instructions) instruction.label = 0;
+  rank_program::index_streams(program, run.programs.streams.size());
   run.programs.stages.push_back(program);
   pp_mesh_axis axis{sizeof(pp_mesh_axis), "dp", "", "fsdp", 2, 1};
   run.axes.push_back(axis);
@@ -286,15 +286,15 @@ ToyRun toy(std::vector<simulate::Instruction> instructions, std::vector<int32_t>
   return run;
 }
 
-simulate::Instruction compute(double seconds) {
-  simulate::Instruction instruction;
+rank_program::Instruction compute(double seconds) {
+  rank_program::Instruction instruction;
   instruction.seconds = seconds;
   return instruction;
 }
 
-simulate::Instruction collective(double seconds, int16_t stream, uint8_t tier) {
-  simulate::Instruction instruction;
-  instruction.kind = simulate::Work::kCollective;
+rank_program::Instruction collective(double seconds, int16_t stream, uint8_t tier) {
+  rank_program::Instruction instruction;
+  instruction.kind = rank_program::Work::kCollective;
   instruction.seconds = seconds;
   instruction.axis = 0;
   instruction.stream = stream;
@@ -303,7 +303,7 @@ simulate::Instruction collective(double seconds, int16_t stream, uint8_t tier) {
 }
 
 double run_toy(const ToyRun& run, simulate::EngineOptions options, bool every_rank = true) {
-  simulate::RankMesh mesh(run.axes, 2, 1, -1, every_rank);
+  rank_program::RankMesh mesh(run.axes, 2, 1, -1, every_rank);
   simulate::EventEngine engine(run.programs, mesh, run.profile, options);
   engine.run();
   return engine.step_s();
@@ -328,7 +328,7 @@ TEST(SimulateEngine, TheSlowestMemberGatesACollective) {
   simulate::EngineOptions options;
   options.straggler_rank = 1;
   options.straggler_slowdown = 2.0;
-  simulate::RankMesh mesh(run.axes, 2, 1, -1, true);
+  rank_program::RankMesh mesh(run.axes, 2, 1, -1, true);
   simulate::EventEngine engine(run.programs, mesh, run.profile, options);
   engine.run();
   EXPECT_DOUBLE_EQ(engine.step_s(), 2.5);
@@ -341,7 +341,7 @@ TEST(SimulateEngine, TheSlowestMemberGatesACollective) {
 }
 
 TEST(SimulateEngine, AReceiveThatNeverArrivesIsReportedNotHung) {
-  simulate::Instruction waits = compute(1.0);
+  rank_program::Instruction waits = compute(1.0);
   waits.receive = 0;
   test::expect_error<paraplan::Error>([&] { run_toy(toy({waits}), {}); },
                                       {"cannot finish the step", "rank 0", "waits forever on stream 'compute'"});

@@ -167,7 +167,7 @@ class EventEngine::State {
         const int32_t receiver = mesh_.at_stage(r, instruction.peer_stage);
         ports_.assign({port(r, instruction.tier, 0), port(receiver, instruction.tier, 1)});
         members_.assign(1, r);
-        start_transfer(instruction.seconds, stream, receiver, instruction.message, now);
+        start_transfer(instruction.seconds, stream, receiver, instruction.delivers ? instruction.message : -1, now);
         return;
       }
       case Work::kCollective: {

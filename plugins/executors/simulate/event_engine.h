@@ -27,6 +27,12 @@
 
 namespace simulate {
 
+using rank_program::Instruction;
+using rank_program::ProgramSet;
+using rank_program::RankMesh;
+using rank_program::StageProgram;
+using rank_program::Work;
+
 struct EngineOptions {
   bool record_timeline = false;  // keep every instruction's start and finish, and memory samples
   double expert_imbalance = 0;

@@ -89,8 +89,8 @@ class Simulate : public paraplan::Executor {
     const pp_hardware_profile profile = paraplan::cost::fit_to_cluster(*given.profile, plan.cluster());
     pp_hardware_binding_v1 hardware = given;
     hardware.profile = &profile;
-    const simulate::ProgramSet programs = simulate::build_programs(plan, hardware, overhead_bytes_);
-    const simulate::RankMesh mesh(plan.axes(), plan.cluster().num_gpus, static_cast<int64_t>(programs.stages.size()),
+    const rank_program::ProgramSet programs = rank_program::build_programs(plan, hardware, overhead_bytes_);
+    const rank_program::RankMesh mesh(plan.axes(), plan.cluster().num_gpus, static_cast<int64_t>(programs.stages.size()),
                                   programs.pipeline_axis, every_rank_);
     simulate::EngineOptions options;
     options.record_timeline = !trace_.empty();
@@ -115,7 +115,7 @@ class Simulate : public paraplan::Executor {
 
  private:
   // The straggler as a simulated rank: itself, or the representative of its stage.
-  int64_t simulated_straggler(const paraplan::PlanView& plan, const simulate::ProgramSet& programs) const {
+  int64_t simulated_straggler(const paraplan::PlanView& plan, const rank_program::ProgramSet& programs) const {
     const int64_t gpus = plan.cluster().num_gpus;
     if (straggler_rank_ >= gpus)
       throw paraplan::InvalidArgument("straggler_rank = " + std::to_string(straggler_rank_) + " is not a rank of this " +
@@ -131,7 +131,7 @@ class Simulate : public paraplan::Executor {
   // settled the same way every run). Its step splits exactly into compute, optimizer, exposed
   // communication by owner and idle time.
   static void report_time(const paraplan::ResultSink& results, const paraplan::PlanView& plan,
-                          const simulate::ProgramSet& programs, const simulate::RankMesh& mesh,
+                          const rank_program::ProgramSet& programs, const rank_program::RankMesh& mesh,
                           const simulate::EventEngine& engine) {
     double pipeline = 0;
     int32_t pace = 0;
@@ -162,8 +162,8 @@ class Simulate : public paraplan::Executor {
     results.number("pipeline.micro_batches", static_cast<double>(plan.pipeline().micro_batches));
   }
 
-  static void report_streams(const paraplan::ResultSink& results, const simulate::ProgramSet& programs,
-                             const simulate::RankMesh& mesh, const simulate::EventEngine& engine) {
+  static void report_streams(const paraplan::ResultSink& results, const rank_program::ProgramSet& programs,
+                             const rank_program::RankMesh& mesh, const simulate::EventEngine& engine) {
     const double step = engine.step_s();
     for (size_t stage = 0; stage < programs.stages.size(); ++stage) {
       std::vector<double> busy(programs.streams.size(), 0.0);
@@ -182,8 +182,8 @@ class Simulate : public paraplan::Executor {
     }
   }
 
-  static void report_memory(const paraplan::ResultSink& results, const simulate::ProgramSet& programs,
-                            const simulate::RankMesh& mesh, const simulate::EventEngine& engine,
+  static void report_memory(const paraplan::ResultSink& results, const rank_program::ProgramSet& programs,
+                            const rank_program::RankMesh& mesh, const simulate::EventEngine& engine,
                             const pp_hardware_profile& profile) {
     double fullest = 0;
     for (size_t stage = 0; stage < programs.stages.size(); ++stage) {
@@ -191,7 +191,7 @@ class Simulate : public paraplan::Executor {
       for (int32_t rank = 0; rank < mesh.size(); ++rank)
         if (mesh.stage(rank) == static_cast<int32_t>(stage))
           activations = std::max(activations, engine.record(rank).peak_activation_bytes);
-      const simulate::StageProgram& program = programs.stages[stage];
+      const rank_program::StageProgram& program = programs.stages[stage];
       const std::string suffix = ".stage_" + std::to_string(stage);
       const double peak = program.static_bytes + activations;
       results.number("memory.peak_bytes" + suffix, peak);

@@ -77,7 +77,7 @@ class ChakraExporter : public paraplan::Exporter {
     const chakra_export::TraceSet traces = chakra_export::build_traces(plan, hardware, {merge_compute_});
     const int64_t gpus = plan.cluster().num_gpus;
     const int64_t stages = static_cast<int64_t>(plan.stages().size());
-    const simulate::RankMesh mesh(plan.axes(), gpus, stages, traces.pipeline_axis, /*every_rank=*/true);
+    const rank_program::RankMesh mesh(plan.axes(), gpus, stages, traces.pipeline_axis, /*every_rank=*/true);
 
     // Communicator groups: every group of every mesh axis, numbered from 1 (ASTRA-sim reads the
     // keys as integers and takes "0" or no name for the group of all ranks).

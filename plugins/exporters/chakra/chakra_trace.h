@@ -6,20 +6,15 @@
 // communicator group of a collective and the peer of a send or receive differ by rank, so the
 // exporter builds one StageTrace per stage and writes it once per rank (chakra.cc).
 //
-// The walk follows the pipeline schedule's steps of the stage (pp_schedule_step) and, in each
-// step, the blocks of the model chunk it runs (embedding, each layer, head; reversed for
-// backward passes), as the simulate executor does (plugins/executors/simulate/stage_program.h):
-//   - consecutive compute ops of a block merge into one COMP node (merge_compute), split where
-//     recomputation or expert ops start or stop;
-//   - a critical collective (PP_OVERLAP_NONE) sits on the rank's path: it waits for the node
-//     before it and the next node waits for it;
-//   - an overlappable collective waits for the path node before it and runs beside the path:
-//     param_* gathers are issued one block ahead (prefetch) and the block's first node waits for
-//     them; grad_* reductions and per-step reductions are waited for only by the optimizer tail;
-//     other overlappable ones are joined by the node after the block;
-//   - STEP-scope boundary ops: a receive from the upstream stage before the step's compute, a
-//     send to the downstream stage after it (tag = direction, micro-batch, chunk, op);
-//   - the tail (phase STEP, and per-step ops that cannot overlap) after everything else.
+// The nodes are the stage programs the simulate executor times (rank_program/stage_program.h:
+// schedule steps, blocks, prefetched gathers, drained reductions, the tail), translated:
+//   - a compute instruction is one COMP node (or, without merge_compute, one per plan op);
+//   - a collective is one node per instance of its op (`repeat`), one after the other;
+//   - a boundary send is a SEND node; a step that waits for a message starts with one RECV node
+//     per point-to-point op of the message (tag = message slot and op, as the sender numbers it);
+//   - markers and memory changes have no node: whoever waited for them waits for what they
+//     waited for. Dependencies are the programs' own (issue order on the rank's path, overlapped
+//     transfers beside it).
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 
 #include "paraplan/sdk.hpp"
 
-namespace simulate {
+namespace rank_program {
 
 RankMesh::RankMesh(std::span<const pp_mesh_axis> axes, int64_t num_gpus, int64_t stages, int32_t pipeline_axis,
                    bool every_rank)
@@ -75,4 +75,4 @@ int32_t RankMesh::at_stage(int32_t rank, int64_t stage) const {
   return static_cast<int32_t>(rank + (stage - coordinate(rank, pipeline_axis_)) * stride);
 }
 
-}  // namespace simulate
+}  // namespace rank_program

@@ -17,7 +17,7 @@
 
 #include "paraplan/plan.h"
 
-namespace simulate {
+namespace rank_program {
 
 class RankMesh {
  public:
@@ -48,4 +48,4 @@ class RankMesh {
   int32_t size_;
 };
 
-}  // namespace simulate
+}  // namespace rank_program

@@ -5,7 +5,7 @@
 
 #include "paraplan/cost_model.hpp"
 
-namespace simulate {
+namespace rank_program {
 namespace {
 
 int phase_slot(pp_phase phase) {
@@ -72,4 +72,4 @@ std::vector<std::vector<pp_schedule_step>> steps_by_stage(const paraplan::PlanVi
   return steps;
 }
 
-}  // namespace simulate
+}  // namespace rank_program

@@ -1,5 +1,8 @@
 // stage_program.h: what one rank of a pipeline stage runs in one optimizer step, instruction by
-// instruction, in the order it issues them: the simulator's input (event_engine.h).
+// instruction, in the order it issues them. The simulate executor times these programs
+// (event_engine.h), the mpi executor runs them on real ranks, the chakra exporter writes them as
+// execution traces; each instruction names the plan ops it stands for (OpRun), so a consumer can
+// go back to the ops' shapes and sizes.
 //
 // Every rank of a stage runs the same program; the plan describes one rank per stage. The
 // program walks the pipeline schedule's steps for the stage (pp_schedule_step, in order) and, in
@@ -40,12 +43,21 @@
 #include "paraplan/hardware.h"
 #include "paraplan/sdk.hpp"
 
-namespace simulate {
+namespace rank_program {
+
+// A plan op an instruction runs: `share` of its work (zero-bubble steps run half of each backward
+// GEMM), `times` over (the tail runs a per-layer op once for all the stage's layers, as one
+// transfer `times` the size). Every one of the op's `repeat` instances is included.
+struct OpRun {
+  uint32_t op = 0;  // index into the plan's ops
+  float share = 1;
+  float times = 1;
+};
 
 enum class Work : uint8_t {
   kCompute,     // on the compute stream for `seconds`
   kCollective,  // over `axis`: starts when every simulated member of the group has reached it
-  kSend,        // to the rank `peer_stage` of the pipeline axis; delivers `message` there
+  kSend,        // to the rank `peer_stage` of the pipeline axis: part of boundary message `message`
   kMemory,      // no time: `bytes` of activations allocated (> 0) or released (< 0)
   kMarker       // no time: a step's begin or end, or the barrier before the tail
 };
@@ -55,10 +67,12 @@ struct Instruction {
   double bytes = 0;    // kMemory only
   uint32_t deps_begin = 0;  // instructions of the same rank that must finish first:
   uint32_t deps_count = 0;  // StageProgram::dependencies[deps_begin, deps_begin + deps_count)
+  uint32_t runs_begin = 0;  // the plan ops it runs: StageProgram::runs[runs_begin, + runs_count);
+  uint32_t runs_count = 0;  // none for markers and memory changes
   int32_t label = -1;       // StageProgram::labels
   int32_t step = -1;        // the schedule step it belongs to (index among the stage's steps); -1: the tail
   int32_t receive = -1;     // boundary message that must have arrived before it starts
-  int32_t message = -1;     // kSend: the receiver's message slot
+  int32_t message = -1;     // kSend: the receiver's message slot (ProgramSet::message_slot)
   int32_t peer_stage = -1;  // kSend: the receiving stage
   int32_t expert_slot = -1; // expert compute: which rank of the expert group is the busiest
   int32_t path_previous = -1;  // on the rank's path: the path instruction before it
@@ -72,11 +86,13 @@ struct Instruction {
   // waited for.
   bool on_path = false;
   bool step_end = false;    // the marker that closes a schedule step
+  bool delivers = false;    // kSend: the message's last send; the message has arrived when it finishes
 };
 
 struct StageProgram {
   std::vector<Instruction> instructions;
   std::vector<int32_t> dependencies;
+  std::vector<OpRun> runs;
   std::vector<std::string> labels;
   std::vector<std::string> step_labels;  // per schedule step: "fwd mb3 chunk1"
   double static_bytes = 0;       // weights, gradients, optimizer state, other, runtime overhead
@@ -94,6 +110,21 @@ struct ProgramSet {
   int32_t expert_axis = -1;    // the axis of the collective right before the first expert op (the dispatch)
   int32_t message_slots = 0;   // boundary messages a rank can receive per step
   int64_t micro_batches = 1, virtual_stages = 1;
+  // The pipeline boundary's point-to-point ops, in send order: [forward, backward]. A message is
+  // one of each, sent by a virtual stage's step to the next (forward) or previous one (backward).
+  std::vector<uint32_t> boundary_sends[2];
+  std::vector<double> op_seconds;  // per plan op: one instance on the (cluster-fitted) profile
+
+  // Message slots number a rank's incoming boundary messages: direction, micro-batch, and the
+  // chunk of the receiving step.
+  int32_t message_slot(bool forward, int64_t micro_batch, int64_t receiver_chunk) const {
+    return static_cast<int32_t>(((forward ? 0 : 1) * micro_batches + micro_batch) * virtual_stages + receiver_chunk);
+  }
+  bool forward_slot(int32_t slot) const { return slot < micro_batches * virtual_stages; }
+  // The stage a message for `slot` comes from, at stage `stage` of `stages`.
+  int64_t sender_stage(int32_t slot, int64_t stage, int64_t stages) const {
+    return forward_slot(slot) ? (stage + stages - 1) % stages : (stage + 1) % stages;
+  }
 };
 
 // Fills a program's next_on_stream, previous_on_stream and first_on_stream from its instructions' streams.
@@ -103,4 +134,4 @@ void index_streams(StageProgram& program, size_t streams);
 ProgramSet build_programs(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware,
                           double overhead_bytes);
 
-}  // namespace simulate
+}  // namespace rank_program

@@ -8,7 +8,7 @@
 #include "paraplan/cost_model.hpp"
 #include "plan_ops.h"
 
-namespace simulate {
+namespace rank_program {
 namespace {
 
 // Which half of a backward pass a step runs (zero-bubble splits them).
@@ -67,14 +67,15 @@ class StageBuilder {
                                      " chunk" + std::to_string(step.chunk));
 
       Instruction begin = marker(index);
-      if (boundary && upstream && pipeline_stages() > 1) begin.receive = message_slot(forward, step.micro_batch, step.chunk);
+      if (boundary && upstream && pipeline_stages() > 1)
+        begin.receive = c_.set.message_slot(forward, step.micro_batch, step.chunk);
       on_path(begin);
       if (boundary && upstream) {
         for (uint32_t op : c_.ops.boundary[forward ? 0 : 1]) {
           const pp_op& received = c_.plan.ops()[op];
           if (received.kind == PP_OP_SEND_RECV) continue;
-          communicate(received, c_.ops.one[op], index,
-                      intern(label_of(received, "mb" + std::to_string(step.micro_batch))), false);
+          communicate({op}, c_.ops.one[op], index, intern(label_of(received, "mb" + std::to_string(step.micro_batch))),
+                      false);
         }
       }
       if (forward) memory(index, chunk_activation_bytes(step.chunk));
@@ -187,14 +188,14 @@ class StageBuilder {
 
   // What share of an op's priced time a step runs: the input-gradient and weight-gradient steps
   // of a zero-bubble schedule each run half of a backward GEMM (the same flops, Qi et al. 2023).
-  double share(const pp_op& op, Part part) const {
+  float share(const pp_op& op, Part part) const {
     const bool split_gemm = op.kind == PP_OP_GEMM && op.phase == PP_PHASE_BACKWARD;
-    if (part == Part::kWeightGradient) return split_gemm ? 0.5 : (reduces_gradients(op) ? 1.0 : 0.0);
+    if (part == Part::kWeightGradient) return split_gemm ? 0.5f : (reduces_gradients(op) ? 1.0f : 0.0f);
     if (part == Part::kInputGradient) {
-      if (reduces_gradients(op)) return 0.0;
-      return split_gemm ? 0.5 : 1.0;
+      if (reduces_gradients(op)) return 0.0f;
+      return split_gemm ? 0.5f : 1.0f;
     }
-    return 1.0;
+    return 1.0f;
   }
 
   void emit_prefetch(size_t block_index) {
@@ -204,7 +205,7 @@ class StageBuilder {
     for (uint32_t op : block_ops(block)) {
       const pp_op& gather = c_.plan.ops()[op];
       if (!gathers_parameters(gather) || gather.overlap != PP_OVERLAP_COMPUTE) continue;
-      const int32_t at = communicate(gather, c_.ops.seconds[op], block.step, block_label(op, block), /*overlapped=*/true);
+      const int32_t at = communicate({op}, c_.ops.seconds[op], block.step, block_label(op, block), /*overlapped=*/true);
       prefetched_[block_index].push_back(at);
     }
   }
@@ -222,7 +223,7 @@ class StageBuilder {
     for (uint32_t op : ops) {
       const pp_op& gather = c_.plan.ops()[op];
       if (gathers_parameters(gather) && gather.overlap != PP_OVERLAP_COMPUTE && block.part != Part::kWeightGradient)
-        communicate(gather, c_.ops.seconds[op], block.step, block_label(op, block), false);
+        communicate({op}, c_.ops.seconds[op], block.step, block_label(op, block), false);
     }
     // Overlappable communication runs alongside the block's compute, wherever the plan lists it.
     for (uint32_t op_index : ops) {
@@ -230,7 +231,8 @@ class StageBuilder {
       const double seconds = c_.ops.seconds[op_index] * share(op, block.part);
       if (communicates(op) && op.overlap == PP_OVERLAP_COMPUTE && !gathers_parameters(op) && !reduces_gradients(op) &&
           seconds > 0)
-        joins.push_back(communicate(op, seconds, block.step, block_label(op_index, block), /*overlapped=*/true));
+        joins.push_back(communicate({op_index, share(op, block.part)}, seconds, block.step, block_label(op_index, block),
+                                    /*overlapped=*/true));
     }
     Segment segment;
     for (uint32_t op_index : ops) {
@@ -240,12 +242,13 @@ class StageBuilder {
         if (seconds <= 0) continue;
         const bool expert = is_expert(op.name), recompute = op.phase == PP_PHASE_RECOMPUTE;
         if (segment.seconds > 0 && (segment.expert != expert || segment.recompute != recompute)) flush(segment, block);
-        segment.add(op_index, seconds, expert, recompute);
+        segment.add({op_index, share(op, block.part)}, seconds, expert, recompute);
         continue;
       }
       if (gathers_parameters(op) || reduces_gradients(op) || op.overlap == PP_OVERLAP_COMPUTE || seconds <= 0) continue;
       flush(segment, block);
-      communicate(op, seconds, block.step, block_label(op_index, block), /*overlapped=*/false);
+      communicate({op_index, share(op, block.part)}, seconds, block.step, block_label(op_index, block),
+                  /*overlapped=*/false);
     }
     flush(segment, block);
     pending_.insert(pending_.end(), joins.begin(), joins.end());
@@ -254,16 +257,16 @@ class StageBuilder {
       const pp_op& op = c_.plan.ops()[op_index];
       const double seconds = c_.ops.seconds[op_index] * share(op, block.part);
       if (reduces_gradients(op) && seconds > 0)
-        communicate(op, seconds, block.step, block_label(op_index, block), op.overlap == PP_OVERLAP_COMPUTE,
-                    /*reduce=*/true);
+        communicate({op_index, share(op, block.part)}, seconds, block.step, block_label(op_index, block),
+                    op.overlap == PP_OVERLAP_COMPUTE, /*reduce=*/true);
     }
     // Per-step gradient reductions of this block, after the stage's last backward pass over it.
     if (block.last_backward && block.part != Part::kInputGradient) {
       for (uint32_t op_index : c_.ops.per_step[static_cast<size_t>(block.scope - 1)]) {
         const pp_op& op = c_.plan.ops()[op_index];
         if (op.overlap == PP_OVERLAP_COMPUTE)
-          communicate(op, c_.ops.seconds[op_index], block.step, block_label(op_index, block, /*per_step=*/true), true,
-                      /*reduce=*/reduces_gradients(op));
+          communicate({op_index}, c_.ops.seconds[op_index], block.step,
+                      block_label(op_index, block, /*per_step=*/true), true, /*reduce=*/reduces_gradients(op));
       }
     }
   }
@@ -273,10 +276,12 @@ class StageBuilder {
     double seconds = 0;
     bool expert = false, recompute = false;
     int64_t first = -1, last = -1;  // plan op indices
-    void add(uint32_t op, double more, bool is_expert_op, bool is_recompute) {
-      if (first < 0) first = op, expert = is_expert_op, recompute = is_recompute;
-      last = op;
+    std::vector<OpRun> runs;
+    void add(OpRun run, double more, bool is_expert_op, bool is_recompute) {
+      if (first < 0) first = run.op, expert = is_expert_op, recompute = is_recompute;
+      last = run.op;
       seconds += more;
+      runs.push_back(run);
     }
   };
 
@@ -299,14 +304,15 @@ class StageBuilder {
     compute.label = found->second;
     if (segment.expert)
       compute.expert_slot = static_cast<int32_t>(block.micro_batch * (c_.plan.model().layers + 1) + block.layer + 1);
-    on_path(compute);
-    segment = Segment{};
+    on_path(compute, segment.runs);
+    segment.seconds = 0, segment.first = segment.last = -1;
+    segment.runs.clear();
   }
 
   // A transfer on its axis's stream. Critical ones sit on the rank's path (the next compute
   // waits); overlapped ones start when the path reaches them and are joined by the caller.
-  int32_t communicate(const pp_op& op, double seconds, int32_t step, int32_t label, bool overlapped,
-                      bool reduce = false) {
+  int32_t communicate(OpRun run, double seconds, int32_t step, int32_t label, bool overlapped, bool reduce = false) {
+    const pp_op& op = c_.plan.ops()[run.op];
     Instruction transfer;
     transfer.seconds = seconds;
     transfer.step = step;
@@ -323,7 +329,7 @@ class StageBuilder {
       transfer.tier = static_cast<uint8_t>(paraplan::cost::tier_for_span(
           c_.profile, op.kind == PP_OP_SEND_RECV ? axis.stride + 1 : axis.stride * axis.degree));
     }
-    return overlapped ? beside_path(transfer) : on_path(transfer);
+    return overlapped ? beside_path(transfer, {&run, 1}) : on_path(transfer, {&run, 1});
   }
 
   void send(const pp_schedule_step& step, int32_t index, bool forward) {
@@ -348,18 +354,16 @@ class StageBuilder {
       transfer.tier = static_cast<uint8_t>(paraplan::cost::tier_for_span(c_.profile, axis.stride + 1));
       transfer.peer_stage = static_cast<int32_t>(peer);
       transfer.owner = owner_of(op);
-      if (i == last_send) transfer.message = message_slot(forward, step.micro_batch, chunk);
+      transfer.message = c_.set.message_slot(forward, step.micro_batch, chunk);
+      transfer.delivers = i == last_send;
       transfer.label = intern(std::string(op.name) + " mb" + std::to_string(step.micro_batch) + " chunk" +
                               std::to_string(step.chunk) + " to stage " + std::to_string(peer));
+      const OpRun run{ops[i]};
       if (op.overlap == PP_OVERLAP_COMPUTE)
-        beside_path(transfer);
+        beside_path(transfer, {&run, 1});
       else
-        on_path(transfer);
+        on_path(transfer, {&run, 1});
     }
-  }
-
-  int32_t message_slot(bool forward, int64_t micro_batch, int64_t chunk) const {
-    return static_cast<int32_t>(((forward ? 0 : 1) * c_.set.micro_batches + micro_batch) * chunks() + chunk);
   }
 
   // After the last step: every stream drained, then the per-step ops no block drained, then phase STEP.
@@ -380,16 +384,17 @@ class StageBuilder {
   // One op of the tail, all its repetitions on this stage at once.
   void tail_op(uint32_t op_index) {
     const pp_op& op = c_.plan.ops()[op_index];
-    const double seconds = multiplicity(op.scope) * c_.ops.seconds[op_index];
+    const double times = multiplicity(op.scope), seconds = times * c_.ops.seconds[op_index];
     if (seconds <= 0) return;
+    const OpRun run{op_index, 1.0f, static_cast<float>(times)};
     if (communicates(op)) {
-      communicate(op, seconds, -1, intern(label_of(op, scope_name(op.scope))), false, reduces_gradients(op));
+      communicate(run, seconds, -1, intern(label_of(op, scope_name(op.scope))), false, reduces_gradients(op));
       return;
     }
     Instruction compute;
     compute.seconds = seconds;
     compute.label = intern(std::string(op.name) + " (" + scope_name(op.scope) + ")");
-    on_path(compute);
+    on_path(compute, {&run, 1});
   }
 
   double multiplicity(pp_scope scope) const {
@@ -434,21 +439,24 @@ class StageBuilder {
   }
 
   // Appends an instruction on the rank's path: after the previous one and whatever was joined.
-  int32_t on_path(Instruction instruction) {
+  int32_t on_path(Instruction instruction, std::span<const OpRun> runs = {}) {
     instruction.on_path = true;
     instruction.path_previous = last_on_path_;
     if (last_on_path_ >= 0) pending_.push_back(last_on_path_);
-    last_on_path_ = add(instruction, pending_);
+    last_on_path_ = add(instruction, pending_, runs);
     pending_.clear();
     return last_on_path_;
   }
 
   // Appends an instruction that starts when the path reaches this point and runs beside it.
-  int32_t beside_path(const Instruction& instruction) {
-    return add(instruction, std::span<const int32_t>(&last_on_path_, last_on_path_ >= 0 ? 1 : 0));
+  int32_t beside_path(const Instruction& instruction, std::span<const OpRun> runs) {
+    return add(instruction, std::span<const int32_t>(&last_on_path_, last_on_path_ >= 0 ? 1 : 0), runs);
   }
 
-  int32_t add(Instruction instruction, std::span<const int32_t> deps) {
+  int32_t add(Instruction instruction, std::span<const int32_t> deps, std::span<const OpRun> runs) {
+    instruction.runs_begin = static_cast<uint32_t>(program_.runs.size());
+    instruction.runs_count = static_cast<uint32_t>(runs.size());
+    program_.runs.insert(program_.runs.end(), runs.begin(), runs.end());
     instruction.deps_begin = static_cast<uint32_t>(program_.dependencies.size());
     for (int32_t dep : deps)
       if (dep >= 0) program_.dependencies.push_back(dep);
@@ -529,6 +537,10 @@ ProgramSet build_programs(const paraplan::PlanView& plan, const pp_hardware_bind
                                                     " pipeline stages but no point-to-point op says which axis links them");
 
   const OpTable table = sort_ops(plan, hardware);
+  set.op_seconds = table.one;
+  for (int direction = 0; direction < 2; ++direction)
+    for (uint32_t op : table.boundary[direction])
+      if (ops[op].kind == PP_OP_SEND_RECV) set.boundary_sends[direction].push_back(op);
   const std::vector<std::vector<int64_t>> layers = chunk_layers(plan, set.virtual_stages);
   const int64_t p = static_cast<int64_t>(plan.stages().size());
   std::vector<std::vector<int64_t>> first_layer(layers.size(), std::vector<int64_t>(layers[0].size()));
@@ -549,4 +561,4 @@ ProgramSet build_programs(const paraplan::PlanView& plan, const pp_hardware_bind
   return set;
 }
 
-}  // namespace simulate
+}  // namespace rank_program

@@ -10,7 +10,7 @@
 #include "paraplan/hardware.h"
 #include "paraplan/sdk.hpp"
 
-namespace simulate {
+namespace rank_program {
 
 constexpr int kScopes = 4;  // PP_SCOPE_EMBEDDING .. PP_SCOPE_STEP, index scope - 1
 
@@ -65,4 +65,4 @@ std::vector<std::vector<int64_t>> chunk_layers(const paraplan::PlanView& plan, i
 // Steps of every stage; a plan without a pipeline runs its micro-batches one after the other.
 std::vector<std::vector<pp_schedule_step>> steps_by_stage(const paraplan::PlanView& plan);
 
-}  // namespace simulate
+}  // namespace rank_program
