@@ -21,6 +21,8 @@ int run_plugins_command(const std::vector<std::string>& arguments);
 int run_evaluate_command(const std::vector<std::string>& arguments);
 int run_simulate_command(const std::vector<std::string>& arguments);
 int run_export_command(const std::vector<std::string>& arguments);
+int run_execute_command(const std::vector<std::string>& arguments);
+int run_calibrate_command(const std::vector<std::string>& arguments);
 int run_search_command(const std::vector<std::string>& arguments);
 int run_advise_command(const std::vector<std::string>& arguments);
 int run_validate_command(const std::vector<std::string>& arguments);

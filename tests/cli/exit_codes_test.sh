@@ -49,9 +49,9 @@ grep -q "fits *no" "$scratch/out" || { echo "FAIL does not fit: the report was n
 # Broken plugins: scanning skips them with a warning; naming one in a recipe is a hard error.
 expect "scan skips broken plugins" 0 "skipping plugin .*not_a_library.*not a shared library" -- \
   plugins list --plugin-path "$plugins/not_a_library" --plugin-path "$plugins/abi_major"
-expect "named plugin of another major" 3 "strategy\[0\].name: no strategy plugin named 'test_abi_major'.*built for SDK ABI 2.3; this host supports ABI 1.3" -- \
+expect "named plugin of another major" 3 "strategy\[0\].name: no strategy plugin named 'test_abi_major'.*built for SDK ABI 2.4; this host supports ABI 1.4" -- \
   evaluate "$(with_plugin test_abi_major)" --plugin-path "$plugins/abi_major" -q
-expect "named plugin of a newer minor" 3 "built for SDK ABI 1.4, newer than this host's ABI 1.3" -- \
+expect "named plugin of a newer minor" 3 "built for SDK ABI 1.5, newer than this host's ABI 1.4" -- \
   evaluate "$(with_plugin test_abi_minor)" --plugin-path "$plugins/abi_minor" -q
 expect "named plugin for a future SDK" 3 "built for SDK ABI 2.x" -- \
   evaluate "$(with_plugin test_abi_v2_only)" --plugin-path "$plugins/abi_v2_only" -q

@@ -1,4 +1,5 @@
-// rank_mesh.h: which ranks the simulator runs, and who they meet in each collective.
+// rank_mesh.h: which ranks a program runs on, and who they meet in each collective (the
+// simulator's ranks, the mpi executor's communicators, the chakra exporter's groups).
 //
 // Every rank: rank r has coordinate (r / stride) mod degree on each mesh axis (the host's
 // strides; child axes such as expert parallelism inside data parallelism carry absolute strides
@@ -30,6 +31,7 @@ class RankMesh {
   int32_t stage(int32_t rank) const;
   int64_t coordinate(int32_t rank, int32_t axis) const;
   int64_t degree(int32_t axis) const { return axes_[static_cast<size_t>(axis)].degree; }
+  size_t axis_count() const { return axes_.size(); }
 
   // Groups on `axis` are numbered 0 .. groups(axis) - 1.
   int32_t groups(int32_t axis) const;

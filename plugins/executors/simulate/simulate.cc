@@ -107,13 +107,27 @@ class Simulate : public paraplan::Executor {
     results.number("simulation.ranks", mesh.size());
     results.number("simulation.events", static_cast<double>(engine.events()));
     if (!trace_.empty()) {
-      const uint64_t events = simulate::write_chrome_trace(trace_, programs, mesh, engine);
+      const uint64_t events = write_trace(programs, mesh, engine);
       results.text("trace.file", trace_);
       results.number("trace.events", static_cast<double>(events));
     }
   }
 
  private:
+  uint64_t write_trace(const rank_program::ProgramSet& programs, const rank_program::RankMesh& mesh,
+                       const simulate::EventEngine& engine) const {
+    std::vector<rank_program::RankTimeline> timelines;
+    for (int32_t rank = 0; rank < mesh.size(); ++rank) {
+      const simulate::RankRecord& record = engine.record(rank);
+      const int64_t global = mesh.global_rank(rank);
+      timelines.push_back({global,
+                           "rank " + std::to_string(global) + " (stage " + std::to_string(mesh.stage(rank)) +
+                               (mesh.every_rank() ? ")" : ", for every rank of the stage)"),
+                           &engine.program(rank), record.start, record.finish, record.memory});
+    }
+    return rank_program::write_chrome_trace(trace_, programs, timelines);
+  }
+
   // The straggler as a simulated rank: itself, or the representative of its stage.
   int64_t simulated_straggler(const paraplan::PlanView& plan, const rank_program::ProgramSet& programs) const {
     const int64_t gpus = plan.cluster().num_gpus;

@@ -12,7 +12,8 @@
  * batched figures function to pp_executor_v1 (a 1.0 plugin loads unchanged: the host reads an
  * appended field only when the plugin's struct_size covers it); 1.2 appends the FP8 GEMM plateau
  * to pp_hardware_profile (an older hardware plugin's profile leaves it 0: the bf16 plateau); 1.3
- * adds the exporter kind (exporter.h) and appends its table to pp_plugin_v1.
+ * adds the exporter kind (exporter.h) and appends its table to pp_plugin_v1; 1.4 appends the
+ * machine measurement (calibrate) to pp_executor_v1.
  */
 #ifndef PARAPLAN_ABI_H
 #define PARAPLAN_ABI_H
@@ -21,7 +22,7 @@
 #include <stdint.h>
 
 #define PP_ABI_MAJOR 1
-#define PP_ABI_MINOR 3
+#define PP_ABI_MINOR 4
 
 #ifdef __cplusplus
 #define PP_EXTERN_C extern "C"

@@ -55,6 +55,12 @@ typedef struct pp_executor_v1 {
   pp_status (*evaluate)(void* instance, const pp_plan_view_v1* plan, const pp_hardware_binding_v1* hardware,
                         const int64_t* strides, uint32_t layout_count, pp_plan_figures* figures,
                         pp_error* error);
+  /* ABI 1.4, optional (NULL: the executor does not run on a real machine). Measures the machine
+   * the executor runs plans on, the way it runs them (matrix multiplies, memory bandwidth, each
+   * collective per group size), and reports figures under "calibration.*" and the measured
+   * hardware profile, in the `toml` hardware plugin's format, as the text "calibration.profile"
+   * (`paraplan calibrate` writes it to a file that recipes name as their hardware). */
+  pp_status (*calibrate)(void* instance, const pp_result_sink_v1* results, pp_error* error);
 } pp_executor_v1;
 
 /* The size of the ABI 1.0 table: a plugin built against 1.0 passes this as struct_size. */

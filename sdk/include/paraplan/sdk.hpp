@@ -331,6 +331,8 @@ class Hardware {
 // An executor may also define the search's batched figures (executor.h, evaluate):
 //   void evaluate(const PlanView& plan, const pp_hardware_binding_v1& hardware,
 //                 std::span<const int64_t> strides, uint32_t layouts, pp_plan_figures* figures);
+// and, when it runs plans on a real machine, the machine's measurement (executor.h, calibrate):
+//   void calibrate(const ResultSink& results);
 class Executor {
  public:
   static constexpr pp_plugin_kind kind = PP_KIND_EXECUTOR;
@@ -583,6 +585,11 @@ const pp_executor_v1* executor_table() {
           std::span<const int64_t> all(strides, strides ? size_t{layouts} * plan->axis_count : 0);
           static_cast<Plugin*>(instance)->evaluate(PlanView(*plan), *hardware, all, layouts, figures);
         });
+      };
+    }
+    if constexpr (requires(Plugin& plugin, const ResultSink& results) { plugin.calibrate(results); }) {
+      functions.calibrate = [](void* instance, const pp_result_sink_v1* results, pp_error* error) {
+        return guarded(error, [&] { static_cast<Plugin*>(instance)->calibrate(ResultSink(results)); });
       };
     }
     return functions;

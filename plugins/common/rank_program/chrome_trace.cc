@@ -7,7 +7,7 @@
 
 #include "paraplan/sdk.hpp"
 
-namespace simulate {
+namespace rank_program {
 namespace {
 
 constexpr double kMicroseconds = 1e6;
@@ -86,17 +86,12 @@ std::string quoted(const std::string& text) { return "\"" + escaped(text) + "\""
 
 }  // namespace
 
-uint64_t write_chrome_trace(const std::string& path, const ProgramSet& programs, const RankMesh& mesh,
-                            const EventEngine& engine) {
+uint64_t write_chrome_trace(const std::string& path, const ProgramSet& programs, std::span<const RankTimeline> ranks) {
   TraceFile trace(path);
-  for (int32_t rank = 0; rank < mesh.size(); ++rank) {
-    const int64_t pid = mesh.global_rank(rank);
-    const StageProgram& program = engine.program(rank);
-    const RankRecord& record = engine.record(rank);
-    const std::string stage = std::to_string(mesh.stage(rank));
-    trace.metadata("process_name", pid, -1, "name",
-                   quoted("rank " + std::to_string(pid) + " (stage " + stage +
-                          (mesh.every_rank() ? ")" : ", for every rank of the stage)")));
+  for (const RankTimeline& timeline : ranks) {
+    const int64_t pid = timeline.rank;
+    const StageProgram& program = *timeline.program;
+    trace.metadata("process_name", pid, -1, "name", quoted(timeline.process_name));
     trace.metadata("process_sort_index", pid, -1, "sort_index", std::to_string(pid));
     for (size_t stream = 0; stream < programs.streams.size(); ++stream) {
       if (program.first_on_stream[stream] < 0) continue;
@@ -110,22 +105,22 @@ uint64_t write_chrome_trace(const std::string& path, const ProgramSet& programs,
       if (instruction.step < 0 || instruction.kind != Work::kMarker) continue;
       double& begin = step_begin[static_cast<size_t>(instruction.step)];
       if (!instruction.step_end) {
-        if (begin < 0) begin = record.finish[i];
+        if (begin < 0) begin = timeline.finish[i];
         continue;
       }
-      trace.complete(program.step_labels[static_cast<size_t>(instruction.step)], "step", pid, 0, begin, record.finish[i]);
+      trace.complete(program.step_labels[static_cast<size_t>(instruction.step)], "step", pid, 0, begin, timeline.finish[i]);
     }
     for (size_t i = 0; i < program.instructions.size(); ++i) {
       const Instruction& instruction = program.instructions[i];
       if (instruction.kind == Work::kMarker || instruction.kind == Work::kMemory) continue;
-      if (record.finish[i] <= record.start[i]) continue;
+      if (timeline.finish[i] <= timeline.start[i]) continue;
       const char* category = instruction.kind == Work::kCompute && instruction.stream == 0 ? "compute" : "communication";
       trace.complete(program.labels[static_cast<size_t>(instruction.label)], category, pid, instruction.stream,
-                     record.start[i], record.finish[i]);
+                     timeline.start[i], timeline.finish[i]);
     }
-    for (const auto& [time, bytes] : record.memory) trace.counter(pid, time, bytes / kGiB);
+    for (const auto& [time, bytes] : timeline.memory) trace.counter(pid, time, bytes / kGiB);
   }
   return trace.close();
 }
 
-}  // namespace simulate
+}  // namespace rank_program

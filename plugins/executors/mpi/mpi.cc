@@ -1,0 +1,209 @@
+// mpi: runs a plan for real on MPI ranks (OpenMPI), one process per GPU of the plan: every rank
+// walks its pipeline stage's program (plugins/common/rank_program) with real fp32 GEMMs and
+// memory-bound kernels on the CPU and real MPI collectives and point-to-point messages, and
+// reports the measured step next to nothing else; `paraplan execute` sets the predictions
+// beside it. It can also measure the machine (`paraplan calibrate`, calibration.h).
+//
+//   paraplan execute recipes/execute/tp2-2ranks.toml --ranks 2 --verify
+//   mpirun -np 4 paraplan execute recipes/execute/pp2-dp2-4ranks.toml   (its own launcher)
+//
+// Failure never leaves a job behind: a rank that throws prints its reason and aborts the job
+// (MPI_Abort); a rank past `timeout_s` prints so and exits, which ends the job; the process that
+// launched the job terminates it past the same timeout (launcher.h).
+#include <mpi.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "calibration.h"
+#include "kernels.h"
+#include "launcher.h"
+#include "paraplan/sdk.hpp"
+#include "plan_job.h"
+
+namespace {
+
+// Ends this rank, and with it the job, if the work outlives the timeout.
+class Watchdog {
+ public:
+  Watchdog(double seconds, int rank) {
+    thread_ = std::thread([this, seconds, rank] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!done_changed_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) {
+        std::fprintf(stderr, "paraplan: rank %d: still running after %g s (--timeout, executor.mpi.timeout_s): ending the job\n",
+                     rank, seconds);
+        std::fflush(stderr);
+        _exit(124);
+      }
+    });
+  }
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    done_changed_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_changed_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// Reports keys (numbers, booleans, text) to the host's sink.
+void report(const nlohmann::json& keys, const paraplan::ResultSink& results) {
+  for (const auto& [key, value] : keys.items()) {
+    if (value.is_boolean())
+      results.boolean(key, value.get<bool>());
+    else if (value.is_number())
+      results.number(key, value.get<double>());
+    else if (value.is_string())
+      results.text(key, value.get<std::string>());
+  }
+}
+
+class MpiExecutor : public paraplan::Executor {
+ public:
+  static constexpr uint32_t flags = PP_EXECUTOR_WALKS_SCHEDULE;
+  static paraplan::PluginInfo info() {
+    return {"mpi", "1.0.0",
+            "runs the plan on MPI ranks (one process per GPU of the plan): real fp32 GEMMs through OpenBLAS and "
+            "real MPI collectives, measured; and measures this machine (paraplan calibrate)",
+            {paraplan::ParamSpec::Int("ranks", 0, "processes to start; 0: the plan's GPU count (must match it)"),
+             paraplan::ParamSpec::Int("steps", 5, "measured optimizer steps (the report gives their median)"),
+             paraplan::ParamSpec::Int("warmup", 1, "steps run before measuring (allocations, MPI connections)"),
+             paraplan::ParamSpec::Bool("verify", false,
+                                       "fill every buffer with rank-dependent values and check every collective's "
+                                       "and message's result"),
+             paraplan::ParamSpec::String("trace", "", "write the last measured step as Chrome trace JSON to this file"),
+             paraplan::ParamSpec::Float("timeout_s", 600, "end the job (every rank) after this many seconds"),
+             paraplan::ParamSpec::String("launcher", "mpirun", "the MPI launcher started when paraplan runs outside one"),
+             paraplan::ParamSpec::String("launcher_args", "",
+                                         "extra launcher arguments, space-separated (\"--hostfile hosts\")"),
+             paraplan::ParamSpec::String("fault", "",
+                                         "for tests of the executor itself: 'sequence' (verification must fail) "
+                                         "or 'stall' (the timeout must end the job)"),
+             paraplan::ParamSpec::Bool("calibrate_full", false,
+                                       "calibrate: sweep larger sizes and more repetitions (slower, steadier)")}};
+  }
+
+  explicit MpiExecutor(const paraplan::Params& params)
+      : ranks_(params.int_value("ranks")),
+        steps_(params.int_value("steps")),
+        warmup_(params.int_value("warmup")),
+        verify_(params.bool_value("verify")),
+        trace_(params.string_value("trace")),
+        timeout_s_(params.float_value("timeout_s")),
+        launcher_(params.string_value("launcher")),
+        launcher_args_(params.string_value("launcher_args")),
+        fault_(params.string_value("fault")),
+        calibrate_full_(params.bool_value("calibrate_full")) {
+    if (!fault_.empty() && fault_ != "sequence" && fault_ != "stall")
+      throw paraplan::InvalidArgument("executor.mpi.fault: expected '', 'sequence' or 'stall', got '" + fault_ + "'");
+    if (ranks_ < 0) throw paraplan::InvalidArgument("executor.mpi.ranks: expected 0 (the plan's GPUs) or more, got " + std::to_string(ranks_));
+    if (steps_ < 1) throw paraplan::InvalidArgument("executor.mpi.steps: expected at least 1, got " + std::to_string(steps_));
+    if (warmup_ < 0) throw paraplan::InvalidArgument("executor.mpi.warmup: expected 0 or more, got " + std::to_string(warmup_));
+    if (!(timeout_s_ > 0)) throw paraplan::InvalidArgument("executor.mpi.timeout_s: expected a positive number of seconds");
+  }
+
+  void run(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware,
+           const paraplan::ResultSink& results) override {
+    const int64_t gpus = plan.cluster().num_gpus;
+    if (ranks_ != 0 && ranks_ != gpus)
+      throw paraplan::InvalidArgument("executor.mpi.ranks: the plan runs on " + std::to_string(gpus) + " GPUs, so it needs " +
+                                      std::to_string(gpus) + " ranks, not " + std::to_string(ranks_) +
+                                      " (use a recipe for " + std::to_string(ranks_) + " GPUs)");
+    if (!mpi_executor::launched_by_mpi()) {
+      report(mpi_executor::launch_self({static_cast<int>(gpus), launcher_, launcher_args_, timeout_s_}), results);
+      return;
+    }
+    as_rank(results, [&] {
+      return mpi_executor::run_plan_job(plan, hardware,
+                                        {static_cast<int>(steps_), static_cast<int>(warmup_), verify_, trace_, fault_});
+    });
+  }
+
+  void calibrate(const paraplan::ResultSink& results) {
+    if (!mpi_executor::launched_by_mpi()) {
+      report(mpi_executor::launch_self({static_cast<int>(ranks_ > 0 ? ranks_ : 2), launcher_, launcher_args_, timeout_s_}),
+             results);
+      return;
+    }
+    as_rank(results, [&] {
+      const mpi_executor::CalibrationOptions options =
+          calibrate_full_ ? mpi_executor::thorough_calibration() : mpi_executor::quick_calibration();
+      mpi_executor::CalibrationReport report;
+      const std::string profile = mpi_executor::calibrate_machine(MPI_COMM_WORLD, options, &report);
+      nlohmann::json keys = nlohmann::json::object();
+      keys["calibration.profile"] = profile;
+      keys["calibration.report"] = mpi_executor::format_calibration_report(report);
+      keys["calibration.ranks"] = report.ranks;
+      keys["calibration.cores"] = report.cores;
+      keys["calibration.seconds"] = report.wall_seconds;
+      return keys;
+    });
+  }
+
+ private:
+  // Runs `work` as this process's rank of the job: MPI up, BLAS on one thread, a watchdog; the
+  // keys rank 0 returns go to the results file of the process that launched the job, or to
+  // `results` when the job has its own launcher. A failure ends the whole job with its reason.
+  template <typename Work>
+  void as_rank(const paraplan::ResultSink& results, Work&& work) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) MPI_Init(nullptr, nullptr);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const char* results_file = std::getenv(mpi_executor::kResultsVariable);
+    // One report per job: rank 0's, or the launching process's.
+    if (rank != 0 || results_file) silence_stdout();
+    mpi_executor::use_one_blas_thread();
+    nlohmann::json keys;
+    try {
+      Watchdog watchdog(timeout_s_, rank);
+      keys = work();
+    } catch (const std::exception& failure) {
+      std::fprintf(stderr, "paraplan: rank %d: %s\n", rank, failure.what());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    MPI_Finalize();
+    if (rank != 0) return;
+    if (results_file) {
+      std::ofstream(results_file) << keys.dump() << "\n";
+      return;
+    }
+    report(keys, results);
+  }
+
+  static void silence_stdout() {
+    std::fflush(stdout);
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      dup2(null, STDOUT_FILENO);
+      close(null);
+    }
+  }
+
+  int64_t ranks_, steps_, warmup_;
+  bool verify_;
+  std::string trace_;
+  double timeout_s_;
+  std::string launcher_, launcher_args_;
+  std::string fault_;
+  bool calibrate_full_;
+};
+
+}  // namespace
+
+PARAPLAN_PLUGIN(MpiExecutor)

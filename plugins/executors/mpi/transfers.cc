@@ -1,0 +1,229 @@
+#include "transfers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "paraplan/sdk.hpp"
+
+namespace mpi_executor {
+namespace {
+
+void check_mpi(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw paraplan::Error(PP_ERROR_INTERNAL, std::string(call) + " failed: " + std::string(text, static_cast<size_t>(length)));
+}
+
+// Tags of the axis rings: the sequence number, kept below the 32767 every MPI allows.
+int ring_tag(uint64_t sequence) { return static_cast<int>(sequence % 32768); }
+
+}  // namespace
+
+// Small integers, distinct per sender, sequence and element, whose sums over any group of up to
+// 1024 ranks stay below 2^24 (exact in fp32).
+float verify_value(int world_rank, uint64_t sequence, size_t element) {
+  return static_cast<float>(world_rank % 251 + 1 + 256 * static_cast<int>((sequence * 7 + element) % 61));
+}
+
+Transfers::Transfers(const rank_program::RankMesh& mesh, int world_rank, bool verify)
+    : mesh_(mesh), world_rank_(world_rank), verify_(verify) {
+  const int32_t axes = static_cast<int32_t>(mesh.axis_count());
+  std::vector<int32_t> members;
+  for (int32_t axis = 0; axis < axes; ++axis) {
+    MPI_Comm comm = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split(MPI_COMM_WORLD, mesh.group(world_rank, axis),
+                             static_cast<int>(mesh.coordinate(world_rank, axis)), &comm),
+              "MPI_Comm_split");
+    axes_.push_back(comm);
+    mesh.members(world_rank, axis, members);
+    std::vector<int> by_coordinate(members.size());
+    for (int32_t member : members) by_coordinate[static_cast<size_t>(mesh.coordinate(member, axis))] = member;
+    members_.push_back(by_coordinate);
+    position_.push_back(static_cast<int>(mesh.coordinate(world_rank, axis)));
+    sequence_.push_back(0);
+  }
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &pipeline_), "MPI_Comm_dup");
+}
+
+Transfers::~Transfers() {
+  for (MPI_Comm& comm : axes_) MPI_Comm_free(&comm);
+  if (pipeline_ != MPI_COMM_NULL) MPI_Comm_free(&pipeline_);
+}
+
+size_t Transfers::elements_of(double bytes) {
+  return std::max<size_t>(1, static_cast<size_t>(std::llround(bytes / sizeof(float))));
+}
+
+std::vector<float>& Transfers::buffer(Transfer& transfer, size_t elements) {
+  auto found = pool_.find(elements);
+  if (found != pool_.end() && !found->second.empty()) {
+    transfer.buffers.push_back(std::move(found->second.back()));
+    found->second.pop_back();
+  } else {
+    transfer.buffers.emplace_back(elements, 0.5f);
+  }
+  return transfer.buffers.back();
+}
+
+void Transfers::start_collective(const pp_op& op, double bytes, Transfer& transfer) {
+  const size_t axis = static_cast<size_t>(op.axis);
+  const std::vector<int>& members = members_[axis];
+  const size_t p = members.size();
+  if (p <= 1) return;
+  const MPI_Comm comm = axes_[axis];
+  const int me = position_[axis];
+  const uint64_t sequence = sequence_[axis]++;
+  const size_t total = elements_of(bytes);
+  const size_t chunk = (total + p - 1) / p;  // the per-member block of the gathered / scattered kinds
+  const auto fill = [&](std::vector<float>& data, size_t offset) {
+    if (verify_)
+      for (size_t e = 0; e < data.size(); ++e) data[e] = verify_value(world_rank_, sequence, offset + e);
+  };
+  const auto expect = [&](size_t received, auto&& value) {
+    if (!verify_) return;
+    Transfer::Check check{received, std::vector<float>(transfer.buffers[received].size())};
+    for (size_t e = 0; e < check.expected.size(); ++e) check.expected[e] = value(e);
+    transfer.checks.push_back(std::move(check));
+  };
+  const auto sum_over_members = [&](size_t element) {
+    float sum = 0;
+    for (int member : members) sum += verify_value(member, sequence, element);
+    return sum;
+  };
+  // Buffers by index: the list may grow, the data each holds does not move.
+  const auto take = [&](size_t elements) {
+    buffer(transfer, elements);
+    return transfer.buffers.size() - 1;
+  };
+  const auto data = [&](size_t index) { return transfer.buffers[index].data(); };
+  const auto next_request = [&]() {
+    transfer.requests.emplace_back();
+    return &transfer.requests.back();
+  };
+  const int n_total = static_cast<int>(total), n_chunk = static_cast<int>(chunk);
+
+  if (op.kind == PP_OP_SEND_RECV) {  // a ring over the axis: pass to the next member, take from the previous
+    const int next = static_cast<int>((static_cast<size_t>(me) + 1) % p);
+    const int previous = static_cast<int>((static_cast<size_t>(me) + p - 1) % p);
+    const size_t out = take(total), in = take(total);
+    fill(transfer.buffers[out], 0);
+    check_mpi(MPI_Isend(data(out), n_total, MPI_FLOAT, next, ring_tag(sequence), comm, next_request()), "MPI_Isend");
+    check_mpi(MPI_Irecv(data(in), n_total, MPI_FLOAT, previous, ring_tag(sequence), comm, next_request()), "MPI_Irecv");
+    const int from = members[static_cast<size_t>(previous)];
+    expect(in, [&](size_t e) { return verify_value(from, sequence, e); });
+    return;
+  }
+  switch (op.collective) {
+    case PP_COLLECTIVE_ALL_REDUCE: {
+      const size_t in = take(total), out = take(total);
+      fill(transfer.buffers[in], 0);
+      check_mpi(MPI_Iallreduce(data(in), data(out), n_total, MPI_FLOAT, MPI_SUM, comm, next_request()), "MPI_Iallreduce");
+      expect(out, sum_over_members);
+      return;
+    }
+    case PP_COLLECTIVE_ALL_GATHER: {
+      const size_t in = take(chunk), out = take(chunk * p);
+      fill(transfer.buffers[in], 0);
+      check_mpi(MPI_Iallgather(data(in), n_chunk, MPI_FLOAT, data(out), n_chunk, MPI_FLOAT, comm, next_request()),
+                "MPI_Iallgather");
+      expect(out, [&](size_t e) { return verify_value(members[e / chunk], sequence, e % chunk); });
+      return;
+    }
+    case PP_COLLECTIVE_REDUCE_SCATTER: {
+      const size_t in = take(chunk * p), out = take(chunk);
+      fill(transfer.buffers[in], 0);
+      check_mpi(MPI_Ireduce_scatter_block(data(in), data(out), n_chunk, MPI_FLOAT, MPI_SUM, comm, next_request()),
+                "MPI_Ireduce_scatter_block");
+      expect(out, [&](size_t e) { return sum_over_members(static_cast<size_t>(me) * chunk + e); });
+      return;
+    }
+    case PP_COLLECTIVE_ALL_TO_ALL: {
+      const size_t in = take(chunk * p), out = take(chunk * p);
+      fill(transfer.buffers[in], 0);
+      check_mpi(MPI_Ialltoall(data(in), n_chunk, MPI_FLOAT, data(out), n_chunk, MPI_FLOAT, comm, next_request()),
+                "MPI_Ialltoall");
+      // Block j came from member j: the part of its buffer addressed to this rank.
+      expect(out, [&](size_t e) {
+        return verify_value(members[e / chunk], sequence, static_cast<size_t>(me) * chunk + e % chunk);
+      });
+      return;
+    }
+    case PP_COLLECTIVE_BROADCAST: {
+      const size_t both = take(total);
+      if (me == 0) fill(transfer.buffers[both], 0);
+      check_mpi(MPI_Ibcast(data(both), n_total, MPI_FLOAT, 0, comm, next_request()), "MPI_Ibcast");
+      expect(both, [&](size_t e) { return verify_value(members[0], sequence, e); });
+      return;
+    }
+    default:
+      throw paraplan::Error(PP_ERROR_UNSUPPORTED, std::string("op '") + op.name + "' has a collective kind MPI has no call for");
+  }
+}
+
+void Transfers::start_send(int peer, int tag, double bytes, Transfer& transfer) {
+  const size_t total = elements_of(bytes);
+  std::vector<float>& out = buffer(transfer, total);
+  if (verify_)
+    for (size_t e = 0; e < total; ++e) out[e] = verify_value(world_rank_, static_cast<uint64_t>(tag), e);
+  transfer.requests.emplace_back();
+  check_mpi(MPI_Isend(out.data(), static_cast<int>(total), MPI_FLOAT, peer, tag, pipeline_, &transfer.requests.back()),
+            "MPI_Isend");
+}
+
+void Transfers::receive(int peer, int tag, double bytes, const std::string& what) {
+  Transfer transfer;
+  transfer.what = what;
+  const size_t total = elements_of(bytes);
+  std::vector<float>& in = buffer(transfer, total);
+  check_mpi(MPI_Recv(in.data(), static_cast<int>(total), MPI_FLOAT, peer, tag, pipeline_, MPI_STATUS_IGNORE), "MPI_Recv");
+  if (verify_) {
+    Transfer::Check check{0, std::vector<float>(total)};
+    for (size_t e = 0; e < total; ++e) check.expected[e] = verify_value(peer, static_cast<uint64_t>(tag), e);
+    transfer.checks.push_back(std::move(check));
+  }
+  finish(transfer);
+}
+
+void Transfers::wait(Transfer& transfer) {
+  if (!transfer.requests.empty())
+    check_mpi(MPI_Waitall(static_cast<int>(transfer.requests.size()), transfer.requests.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall");
+  finish(transfer);
+}
+
+bool Transfers::test(Transfer& transfer) {
+  int done = 1;
+  if (!transfer.requests.empty())
+    check_mpi(MPI_Testall(static_cast<int>(transfer.requests.size()), transfer.requests.data(), &done, MPI_STATUSES_IGNORE),
+              "MPI_Testall");
+  if (done) finish(transfer);
+  return done != 0;
+}
+
+void Transfers::finish(Transfer& transfer) {
+  for (const Transfer::Check& check : transfer.checks) {
+    const std::vector<float>& got = transfer.buffers[check.received];
+    for (size_t e = 0; e < check.expected.size(); ++e) {
+      if (got[e] == check.expected[e]) continue;
+      std::ostringstream message;
+      message << "verification failed on rank " << world_rank_ << ": " << transfer.what << ": element " << e << " is "
+              << got[e] << ", expected " << check.expected[e]
+              << " (a wrong group, peer, order or size of the collective)";
+      throw paraplan::Error(PP_ERROR_INTERNAL, message.str());
+    }
+    checked_ += check.expected.size();
+    ++checked_transfers_;
+  }
+  transfer.checks.clear();
+  transfer.requests.clear();
+  for (std::vector<float>& data : transfer.buffers) {
+    const size_t size = data.size();
+    pool_[size].push_back(std::move(data));
+  }
+  transfer.buffers.clear();
+}
+
+}  // namespace mpi_executor
