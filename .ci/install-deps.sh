@@ -8,6 +8,7 @@ packages=(
   libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler
+  libopenmpi-dev openmpi-bin libopenblas-dev
 )
 missing=()
 for package in "${packages[@]}"; do

@@ -1,7 +1,5 @@
 #include "calibration.h"
 
-#include <cblas.h>
-#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +10,8 @@
 #include <ctime>
 #include <stdexcept>
 #include <utility>
+
+#include "kernels.h"
 
 namespace mpi_executor {
 namespace {
@@ -57,16 +57,6 @@ double time_together(MPI_Comm world, const CalibrationOptions& options, double l
   return best;
 }
 
-// glibc hands blocks above its mmap threshold (128 KiB to 32 MiB, adapting) back to the kernel
-// when freed, so an MPI library that allocates a temporary per call (Open MPI 4.1's
-// MPI_Reduce_scatter_block takes one the size of the input) page-faults through it every time:
-// 4 MiB on two ranks measured 17-50 ms instead of 1-2 ms here. Keeping freed memory in the heap
-// does what a GPU framework's caching allocator does, and what the executor should do too.
-void reuse_freed_memory() {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's ceiling for the threshold on 64-bit
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-}
-
 // Values away from zero and denormals, so no operand takes a slow path.
 std::vector<float> filled(size_t count, float scale) {
   std::vector<float> values(count);
@@ -74,37 +64,27 @@ std::vector<float> filled(size_t count, float scale) {
   return values;
 }
 
+// The kernels are the executor's own (kernels.h): what is timed here is what a plan runs.
 std::vector<GemmTiming> measure_gemms(MPI_Comm world, const CalibrationOptions& options) {
   std::vector<GemmTiming> timings;
+  Kernels kernels;
   for (int64_t size : options.gemm_sizes) {
-    const int n = static_cast<int>(size);
-    const size_t elements = static_cast<size_t>(size) * static_cast<size_t>(size);
-    std::vector<float> a = filled(elements, 0.5f), b = filled(elements, 0.25f), c(elements);
-    const double seconds = time_together(world, options, options.compute_seconds_per_point, [&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-    });
+    const size_t n = static_cast<size_t>(size);
+    const double seconds =
+        time_together(world, options, options.compute_seconds_per_point, [&] { kernels.gemm(n, n, n); });
     const double flops = gemm_flops(GemmSample{size, size, size, seconds});
     timings.push_back(GemmTiming{size, seconds, flops / seconds});
   }
   return timings;
 }
 
-// One head of attention the way the executor runs it (kernels.h): scores = Q·Kᵀ, a pass that
-// scales the scores, out = scores·V, for s queries, s keys and head dimension d. Its FLOPs are
-// 4·s²·d, the cost model's count for the head's forward square.
+// One head of attention as the executor runs it (Kernels::attention_head): scores = Q·Kᵀ, a pass
+// that scales the scores, out = scores·V, for s queries, s keys and head dimension d. Its FLOPs
+// are 4·s²·d, the cost model's count for the head's forward square.
 double measure_attention(MPI_Comm world, const CalibrationOptions& options) {
-  const int s = static_cast<int>(options.attention_sequence), d = static_cast<int>(options.attention_head_dim);
-  const size_t tokens = static_cast<size_t>(s) * static_cast<size_t>(d);
-  const size_t square = static_cast<size_t>(s) * static_cast<size_t>(s);
-  std::vector<float> queries = filled(tokens, 0.1f), keys = filled(tokens, 0.2f), out(tokens), scores(square);
-  const float scale = 1.0f / static_cast<float>(square);  // keeps the second product's inputs ordinary
-  return time_together(world, options, options.compute_seconds_per_point, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s, s, d, 1.0f, queries.data(), d, keys.data(), d, 0.0f,
-                scores.data(), s);
-    for (float& score : scores) score *= scale;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s, d, s, 1.0f, scores.data(), s, keys.data(), d, 0.0f,
-                out.data(), d);
-  });
+  const size_t s = static_cast<size_t>(options.attention_sequence), d = static_cast<size_t>(options.attention_head_dim);
+  Kernels kernels;
+  return time_together(world, options, options.compute_seconds_per_point, [&] { kernels.attention_head(s, s, d); });
 }
 
 struct MemoryRates {
@@ -113,20 +93,14 @@ struct MemoryRates {
 };
 
 MemoryRates measure_memory(MPI_Comm world, const CalibrationOptions& options) {
-  const size_t count = static_cast<size_t>(options.stream_array_bytes) / sizeof(float);
-  std::vector<float> a(count), b = filled(count, 1.0f), c = filled(count, 2.0f);
-  float* __restrict out = a.data();
-  const float* __restrict left = b.data();
-  const float* __restrict right = c.data();
+  // Bytes read + written, as a plan op's bytes count them, through the executor's kernels.
+  const double bytes = static_cast<double>(options.stream_array_bytes) * 3.0;
+  Kernels kernels;
   MemoryRates rates;
-  const double triad = time_together(world, options, options.compute_seconds_per_point, [&] {
-    for (size_t i = 0; i < count; ++i) out[i] = left[i] + 3.0f * right[i];
-  });
-  rates.triad_bytes_per_s = 3.0 * kFloatBytes * static_cast<double>(count) / triad;
-  const double copy = time_together(world, options, options.compute_seconds_per_point,
-                                    [&] { std::memcpy(out, left, count * sizeof(float)); });
-  // Read + written, as an op's bytes count them: the executor copies bytes/2 for an offload op.
-  rates.memcpy_bytes_per_s = 2.0 * kFloatBytes * static_cast<double>(count) / copy;
+  rates.triad_bytes_per_s =
+      bytes / time_together(world, options, options.compute_seconds_per_point, [&] { kernels.stream(bytes); });
+  rates.memcpy_bytes_per_s =
+      bytes / time_together(world, options, options.compute_seconds_per_point, [&] { kernels.copy(bytes); });
   return rates;
 }
 
@@ -296,7 +270,7 @@ double physical_memory_bytes() {
 CalibrationOptions quick_calibration() {
   CalibrationOptions options;
   options.gemm_sizes = {64, 96, 128, 192, 256, 384, 512, 768, 1024};
-  for (int64_t bytes = 16; bytes <= (int64_t{4} << 20); bytes *= 4) options.message_bytes.push_back(bytes);
+  for (int64_t bytes = 16; bytes <= (int64_t{16} << 20); bytes *= 4) options.message_bytes.push_back(bytes);
   options.stream_array_bytes = int64_t{32} << 20;
   options.repeats = 5;
   return options;
@@ -334,8 +308,7 @@ std::string calibrate_machine(MPI_Comm world, const CalibrationOptions& options,
   MPI_Allreduce(&here, &all_on_one_node, 1, MPI_INT, MPI_MIN, world);
   if (!all_on_one_node) throw std::invalid_argument("calibrate: the ranks span several machines; run it on one");
 
-  openblas_set_num_threads(1);  // one core per "GPU"; the ranks are the parallelism
-  if (options.reuse_freed_memory) reuse_freed_memory();
+  prepare_rank_process();  // as the executor runs its ranks (kernels.h)
 
   CalibrationReport report;
   report.ranks = world_size;
@@ -432,7 +405,7 @@ std::string format_calibration_report(const CalibrationReport& report) {
                       fit.bus_bandwidth_at_largest / 1e9, fit.largest_bytes / 1024, fit.bandwidth_bytes_per_s / 1e9,
                       fit.line.r_squared));
   }
-  add(std::snprintf(line, sizeof(line), "  tier (joint fit): alpha = %.3f us, B = %.3f GB/s, relative rms error %.0f%%\n",
+  add(std::snprintf(line, sizeof(line), "  tier: alpha = %.3f us (all sizes), B = %.3f GB/s (1 MiB and up), relative rms error %.0f%%\n",
                     report.tier.latency_s * 1e6, report.tier.bandwidth_bytes_per_s / 1e9,
                     report.tier.relative_rms_error * 100));
   return text;

@@ -23,8 +23,9 @@
 //               time budget (the same count on every rank); then `repeats` timed loops, each
 //               from the first rank's start to the last rank's end (so ranks waiting for a core
 //               count), and the best of those (other load on the machine only adds time).
-//   Heap        glibc is told to keep freed memory (reuse_freed_memory), so that an MPI
-//               temporary does not page-fault on every call; the executor should do the same.
+//   Process     set up as the executor sets up its ranks (prepare_rank_process, kernels.h):
+//               OpenBLAS on one thread, freed memory kept so MPI temporaries do not page-fault.
+//   Kernels     the executor's own (Kernels: gemm, attention_head, stream, copy).
 // calibration_fit.h turns the timings into the cost model's parameters and the TOML text.
 //
 //   CalibrationReport report;
@@ -32,17 +33,9 @@
 //   if (rank == 0) { std::fputs(format_calibration_report(report).c_str(), stdout); write(toml); }
 //
 // Every rank of `world` must call calibrate_machine(), and all must run on one machine (checked).
-// Include this header before any other that includes <mpi.h>, or build with OMPI_SKIP_MPICXX.
 #pragma once
 
-// Only MPI's C API is used; the C++ bindings (removed in MPI-3) do not compile warning-free.
-#ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1
-#endif
-#ifndef MPICH_SKIP_MPICXX
-#define MPICH_SKIP_MPICXX 1
-#endif
-#include <mpi.h>
+#include <mpi.h>  // the C API only: the build sets MPI_CXX_SKIP_MPICXX
 
 #include <cstdint>
 #include <string>
@@ -68,15 +61,12 @@ struct CalibrationOptions {
   int min_iterations = 2;
   int max_iterations = 200;
   std::string name;                    // the profile's name; empty: "<host>-<N>-ranks"
-  // Sets glibc's mmap and trim thresholds for the whole process (see calibration.cc); off, the
-  // figures include page faults on every MPI temporary, as an executor without it would see.
-  bool reuse_freed_memory = true;
   // MPI_Iallreduce ... + MPI_Wait, as the executor issues collectives, instead of the blocking
   // calls nccl-tests' CPU analogues time (Open MPI implements the two with different algorithms).
   bool nonblocking_collectives = false;
 };
 
-// About 10-20 s at 2-4 ranks on two cores: GEMMs to 1024³, messages 16 B to 4 MiB.
+// About 5-10 s at 2-4 ranks on two cores: GEMMs to 1024³, messages 16 B to 16 MiB.
 CalibrationOptions quick_calibration();
 
 // Minutes: GEMMs to 2048³, messages to 64 MiB, larger arrays, longer loops, more repeats.

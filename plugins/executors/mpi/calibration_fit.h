@@ -93,8 +93,11 @@ struct TierFit {
 // tier has to price every collective a plan issues, at every group size, so the parameters are
 // chosen for exactly that, rather than as a median of per-fit values that no single formula was
 // checked against; relative weighting keeps any one kind or size from dominating. A negative α
-// (time flat at small sizes) is pinned to 0 and B refitted. Throws std::invalid_argument when
-// the samples cannot determine a positive B.
+// (time flat at small sizes) is pinned to 0 and B refitted. When samples of at least
+// kBandwidthRegimeBytes exist, B is then set so that their total time is right (Σ factor·n over
+// Σ (t − steps·α)): plans spend their communication time in large transfers. Throws
+// std::invalid_argument when the samples cannot determine a positive B.
+inline constexpr double kBandwidthRegimeBytes = 1 << 20;
 TierFit fit_tier(std::span<const CommunicationSample> samples);
 
 // One GEMM timing: m×k by k×n, `seconds` per GEMM on the slowest rank.

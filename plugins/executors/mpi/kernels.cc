@@ -1,6 +1,7 @@
 #include "kernels.h"
 
 #include <cblas.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +11,11 @@ extern "C" void openblas_set_num_threads(int threads);
 
 namespace mpi_executor {
 
-void use_one_blas_thread() { openblas_set_num_threads(1); }
+void prepare_rank_process() {
+  openblas_set_num_threads(1);
+  mallopt(M_MMAP_MAX, 0);             // every allocation from the heap, whatever its size
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);  // and the heap not returned to the system
+}
 
 float* Kernels::scratch(std::vector<float>& buffer, size_t elements) {
   // Values stay finite and non-zero: denormals or NaNs would change the speed of what we time.

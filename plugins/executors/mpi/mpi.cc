@@ -167,7 +167,7 @@ class MpiExecutor : public paraplan::Executor {
     const char* results_file = std::getenv(mpi_executor::kResultsVariable);
     // One report per job: rank 0's, or the launching process's.
     if (rank != 0 || results_file) silence_stdout();
-    mpi_executor::use_one_blas_thread();
+    mpi_executor::prepare_rank_process();
     nlohmann::json keys;
     try {
       Watchdog watchdog(timeout_s_, rank);

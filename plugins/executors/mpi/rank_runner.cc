@@ -113,11 +113,15 @@ void RankRunner::execute(size_t index, StepMeasurement& step) {
       const OpRun& run = runs.front();
       const pp_op& op = plan_.ops()[run.op];
       transfer->what = program_.labels[static_cast<size_t>(instruction.label)];
+      const double began = now();
       for (uint32_t i = 0; i < std::max<uint32_t>(op.repeat, 1); ++i)
-        transfers_.start_collective(op, op.bytes * run.times, *transfer);
+        transfers_.start_collective(op, op.bytes * run.times, instruction.on_path, *transfer);
       in_flight_[index] = std::move(transfer);
       outstanding_.push_back(index);
-      if (instruction.on_path) wait_for(index, step);
+      if (!instruction.on_path) return;
+      // A critical collective ran (blocking) to its end: what it took is exposed.
+      if (instruction.owner >= 0) step.waited_s[static_cast<size_t>(instruction.owner)] += now() - began;
+      wait_for(index, step);
       return;
     }
     case Work::kSend: {

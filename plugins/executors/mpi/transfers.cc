@@ -68,7 +68,7 @@ std::vector<float>& Transfers::buffer(Transfer& transfer, size_t elements) {
   return transfer.buffers.back();
 }
 
-void Transfers::start_collective(const pp_op& op, double bytes, Transfer& transfer) {
+void Transfers::start_collective(const pp_op& op, double bytes, bool blocking, Transfer& transfer) {
   const size_t axis = static_cast<size_t>(op.axis);
   const std::vector<int>& members = members_[axis];
   const size_t p = members.size();
@@ -120,31 +120,36 @@ void Transfers::start_collective(const pp_op& op, double bytes, Transfer& transf
     case PP_COLLECTIVE_ALL_REDUCE: {
       const size_t in = take(total), out = take(total);
       fill(transfer.buffers[in], 0);
-      check_mpi(MPI_Iallreduce(data(in), data(out), n_total, MPI_FLOAT, MPI_SUM, comm, next_request()), "MPI_Iallreduce");
+      check_mpi(blocking ? MPI_Allreduce(data(in), data(out), n_total, MPI_FLOAT, MPI_SUM, comm)
+                         : MPI_Iallreduce(data(in), data(out), n_total, MPI_FLOAT, MPI_SUM, comm, next_request()),
+                "MPI_Allreduce");
       expect(out, sum_over_members);
       return;
     }
     case PP_COLLECTIVE_ALL_GATHER: {
       const size_t in = take(chunk), out = take(chunk * p);
       fill(transfer.buffers[in], 0);
-      check_mpi(MPI_Iallgather(data(in), n_chunk, MPI_FLOAT, data(out), n_chunk, MPI_FLOAT, comm, next_request()),
-                "MPI_Iallgather");
+      check_mpi(blocking ? MPI_Allgather(data(in), n_chunk, MPI_FLOAT, data(out), n_chunk, MPI_FLOAT, comm)
+                         : MPI_Iallgather(data(in), n_chunk, MPI_FLOAT, data(out), n_chunk, MPI_FLOAT, comm, next_request()),
+                "MPI_Allgather");
       expect(out, [&](size_t e) { return verify_value(members[e / chunk], sequence, e % chunk); });
       return;
     }
     case PP_COLLECTIVE_REDUCE_SCATTER: {
       const size_t in = take(chunk * p), out = take(chunk);
       fill(transfer.buffers[in], 0);
-      check_mpi(MPI_Ireduce_scatter_block(data(in), data(out), n_chunk, MPI_FLOAT, MPI_SUM, comm, next_request()),
-                "MPI_Ireduce_scatter_block");
+      check_mpi(blocking ? MPI_Reduce_scatter_block(data(in), data(out), n_chunk, MPI_FLOAT, MPI_SUM, comm)
+                         : MPI_Ireduce_scatter_block(data(in), data(out), n_chunk, MPI_FLOAT, MPI_SUM, comm, next_request()),
+                "MPI_Reduce_scatter_block");
       expect(out, [&](size_t e) { return sum_over_members(static_cast<size_t>(me) * chunk + e); });
       return;
     }
     case PP_COLLECTIVE_ALL_TO_ALL: {
       const size_t in = take(chunk * p), out = take(chunk * p);
       fill(transfer.buffers[in], 0);
-      check_mpi(MPI_Ialltoall(data(in), n_chunk, MPI_FLOAT, data(out), n_chunk, MPI_FLOAT, comm, next_request()),
-                "MPI_Ialltoall");
+      check_mpi(blocking ? MPI_Alltoall(data(in), n_chunk, MPI_FLOAT, data(out), n_chunk, MPI_FLOAT, comm)
+                         : MPI_Ialltoall(data(in), n_chunk, MPI_FLOAT, data(out), n_chunk, MPI_FLOAT, comm, next_request()),
+                "MPI_Alltoall");
       // Block j came from member j: the part of its buffer addressed to this rank.
       expect(out, [&](size_t e) {
         return verify_value(members[e / chunk], sequence, static_cast<size_t>(me) * chunk + e % chunk);
@@ -154,7 +159,9 @@ void Transfers::start_collective(const pp_op& op, double bytes, Transfer& transf
     case PP_COLLECTIVE_BROADCAST: {
       const size_t both = take(total);
       if (me == 0) fill(transfer.buffers[both], 0);
-      check_mpi(MPI_Ibcast(data(both), n_total, MPI_FLOAT, 0, comm, next_request()), "MPI_Ibcast");
+      check_mpi(blocking ? MPI_Bcast(data(both), n_total, MPI_FLOAT, 0, comm)
+                         : MPI_Ibcast(data(both), n_total, MPI_FLOAT, 0, comm, next_request()),
+                "MPI_Bcast");
       expect(both, [&](size_t e) { return verify_value(members[0], sequence, e); });
       return;
     }

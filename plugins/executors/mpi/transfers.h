@@ -12,8 +12,9 @@
 //                   the previous one
 //   pipeline boundary: MPI_Isend to the peer stage's rank, MPI_Recv there (tag = message slot
 //                   and op, as rank_program numbers them)
-// Everything is non-blocking; the caller waits where the program says something depends on it
-// and polls (progress) between kernels so overlapped transfers advance while compute runs.
+// Overlappable communication is non-blocking; the caller waits where the program says something
+// depends on it and polls (progress) between kernels so it advances while compute runs. Critical
+// collectives use the blocking calls: nothing runs beside them anyway.
 //
 // Verification (--verify): every buffer is filled with values that depend on the sender's world
 // rank, the collective's sequence number on its communicator and the element, all small
@@ -56,8 +57,10 @@ class Transfers {
   Transfers(const Transfers&) = delete;
   Transfers& operator=(const Transfers&) = delete;
 
-  // Starts one instance of a collective (or axis send-recv) op over its axis.
-  void start_collective(const pp_op& op, double bytes, Transfer& transfer);
+  // Starts one instance of a collective (or axis send-recv) op over its axis; `blocking`: a
+  // critical collective runs to completion through the blocking call (Open MPI's tuned
+  // algorithms, faster than the non-blocking library's for large buffers).
+  void start_collective(const pp_op& op, double bytes, bool blocking, Transfer& transfer);
   // Starts a boundary send of `bytes` to `peer` (a world rank) with `tag`.
   void start_send(int peer, int tag, double bytes, Transfer& transfer);
   // Receives a boundary message (blocking) and checks it.

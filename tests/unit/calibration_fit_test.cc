@@ -144,15 +144,34 @@ TEST(FitTier, OneAlphaAndBandwidthForEveryKind) {
 }
 
 TEST(FitTier, NegativeAlphaIsPinnedToZero) {
-  // All-gather on 2 ranks: 1 KiB in 0.1 µs, 1 MiB in 200 µs. The free fit's line through them
+  // All-gather on 2 ranks: 1 KiB in 0.1 µs, 512 KiB in 100 µs. The free fit's line through them
   // would cross zero at a positive size; with α = 0 the relative fit of t = 0.5·n·β gives
-  // β = Σv / Σv² for v = 0.5·n/t = 5.12e9 and 2.62144e9: B = Σv² / Σv = 4.3062e9 B/s.
+  // β = Σv / Σv² for v = 0.5·n/t = 5.12e9 and 2.62144e9: B = Σv² / Σv = 4.3062e9 B/s (no sample
+  // reaches the bandwidth regime, 1 MiB).
   const std::vector<CommunicationSample> samples{{Communication::kAllGather, 2, 1024, 1e-7},
-                                            {Communication::kAllGather, 2, 1048576, 2e-4}};
+                                            {Communication::kAllGather, 2, 524288, 1e-4}};
   const TierFit tier = fit_tier(samples);
   EXPECT_EQ(tier.latency_s, 0.0);
   const double v1 = 5.12e9, v2 = 2.62144e9;
   EXPECT_NEAR(tier.bandwidth_bytes_per_s / ((v1 * v1 + v2 * v2) / (v1 + v2)), 1.0, 1e-12);
+}
+
+TEST(FitTier, LargeTransfersSetTheBandwidth) {
+  // Two kinds at 2 ranks, α = 1 µs: small messages at B = 8 GB/s, and at 4 MiB an all-gather at
+  // 8 GB/s (0.5·4194304/8e9 = 262.144 µs + 1 µs) but a reduce-scatter at 2 GB/s (1048.576 µs
+  // + 1 µs). B makes the large ones' total right: Σ 0.5·n = 4194304 B over Σ (t − α) =
+  // 1310.72 µs: 3.2 GB/s, although most samples say 8.
+  std::vector<CommunicationSample> samples;
+  for (double bytes : {16.0, 1024.0, 65536.0})
+    for (Communication kind : {Communication::kAllGather, Communication::kReduceScatter})
+      samples.push_back({kind, 2, bytes, 1e-6 + 0.5 * bytes / 8e9});
+  samples.push_back({Communication::kAllGather, 2, 4194304, 1e-6 + 262.144e-6});
+  samples.push_back({Communication::kReduceScatter, 2, 4194304, 1e-6 + 1048.576e-6});
+  const TierFit tier = fit_tier(samples);
+  const double alpha = tier.latency_s;
+  const double expected = 4194304.0 / (262.144e-6 + 1048.576e-6 + 2 * (1e-6 - alpha));
+  EXPECT_NEAR(tier.bandwidth_bytes_per_s / expected, 1.0, 1e-12);
+  EXPECT_NEAR(tier.bandwidth_bytes_per_s / 3.2e9, 1.0, 0.01);  // α is small next to the transfers
 }
 
 TEST(FitGemm, RecoversPeakAndHalfEfficiencySize) {
