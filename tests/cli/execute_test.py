@@ -40,7 +40,8 @@ def check(name, condition, detail=""):
 
 def leftover_ranks():
     listing = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in listing.splitlines() if paraplan in line and "execute" in line]
+    return [line for line in listing.splitlines()
+            if line.split() and line.split()[0] in (paraplan, "mpirun") and " execute " in line]
 
 
 # Every composition, both sizes, verified.

@@ -58,7 +58,7 @@ TEST(PluginCatalog, RequireSuggestsAndListsAlternatives) {
 TEST(PluginCatalog, RequireExplainsWhyANamedPluginWasRefused) {
   PluginCatalog catalog = PluginCatalog::scan({PARAPLAN_TEST_PLUGINS_ABI_MAJOR_DIR});
   expect_error<InputError>([&] { catalog.require("test_abi_major", PP_KIND_STRATEGY); },
-                           {"no strategy plugin named 'test_abi_major'", "refused", "built for SDK ABI 2.3"});
+                           {"no strategy plugin named 'test_abi_major'", "refused", "built for SDK ABI 2.4"});
 }
 
 }  // namespace

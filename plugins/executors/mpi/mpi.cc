@@ -133,6 +133,8 @@ class MpiExecutor : public paraplan::Executor {
   }
 
   void calibrate(const paraplan::ResultSink& results) {
+    if (ranks_ == 1)
+      throw paraplan::InvalidArgument("calibrate needs at least 2 ranks to measure communication (--ranks 2 or more)");
     if (!mpi_executor::launched_by_mpi()) {
       report(mpi_executor::launch_self({static_cast<int>(ranks_ > 0 ? ranks_ : 2), launcher_, launcher_args_, timeout_s_}),
              results);

@@ -74,13 +74,21 @@ nlohmann::json run_plan_job(const paraplan::PlanView& plan, const pp_hardware_bi
   // Per step on this rank, averaged over the measured steps: compute by class, waits by owner,
   // pipeline receives; then averaged over ranks.
   const size_t owners = programs.owners.size();
-  std::vector<double> local(kOpClasses + owners + 1, 0.0), total(local.size());
+  // Layout: op classes, owners' waits, pipeline receives, progress polls, issuing, the rest.
+  std::vector<double> local(kOpClasses + owners + 4, 0.0), total(local.size());
+  const size_t receive_slot = kOpClasses + owners;
   double compute = 0, step_time = 0;
   for (const StepMeasurement& step : steps) {
     for (int c = 0; c < kOpClasses; ++c) local[static_cast<size_t>(c)] += step.compute_s[c] / steps.size();
     for (size_t o = 0; o < owners; ++o) local[kOpClasses + o] += step.waited_s[o] / steps.size();
-    local.back() += step.receive_wait_s / steps.size();
-    compute += std::accumulate(std::begin(step.compute_s), std::end(step.compute_s), 0.0);
+    const double kernels = std::accumulate(std::begin(step.compute_s), std::end(step.compute_s), 0.0);
+    const double waited = std::accumulate(step.waited_s.begin(), step.waited_s.end(), 0.0);
+    local[receive_slot] += step.receive_wait_s / steps.size();
+    local[receive_slot + 1] += step.progress_s / steps.size();
+    local[receive_slot + 2] += step.issue_s / steps.size();
+    local[receive_slot + 3] +=
+        (step.step_s - kernels - waited - step.receive_wait_s - step.progress_s - step.issue_s) / steps.size();
+    compute += kernels;
     step_time += step.step_s;
   }
   MPI_Reduce(local.data(), total.data(), static_cast<int>(local.size()), MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -109,7 +117,10 @@ nlohmann::json run_plan_job(const paraplan::PlanView& plan, const pp_hardware_bi
   keys["measured.compute_s"] = compute_per_step;
   for (size_t o = 0; o < owners; ++o)
     keys["measured.exposed_comm_s." + programs.owners[o]] = total[kOpClasses + o] / size;
-  keys["measured.pipeline_wait_s"] = total.back() / size;
+  keys["measured.pipeline_wait_s"] = total[receive_slot] / size;
+  keys["measured.progress_s"] = total[receive_slot + 1] / size;
+  keys["measured.issue_s"] = total[receive_slot + 2] / size;
+  keys["measured.other_s"] = total[receive_slot + 3] / size;
   for (int r = 0; r < size; ++r)
     keys["measured.busy_fraction.rank_" + std::to_string(r)] = busy_by_rank[static_cast<size_t>(r)];
   keys["execution.ranks"] = size;

@@ -9,6 +9,10 @@
 //   measured.exposed_comm_s.<owner> per step, mean over ranks: blocked waiting for that strategy's
 //                                   communication
 //   measured.pipeline_wait_s        per step, mean over ranks: blocked in pipeline receives
+//   measured.progress_s, issue_s    per step, mean over ranks: polling transfers in flight between
+//                                   kernels, starting non-blocking ones
+//   measured.other_s                per step, mean over ranks: the rest of the step (the program's
+//                                   own bookkeeping, and with more ranks than cores, waiting for one)
 //   measured.busy_fraction.rank_<r> compute time over step time, per rank
 //   verify.passed, verify.checked_transfers, verify.checked_values   (with verify)
 //   trace.file, trace.events        (with a trace: the last measured step of every rank)

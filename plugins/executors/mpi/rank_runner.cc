@@ -58,6 +58,7 @@ StepMeasurement RankRunner::run_step(bool record) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   step_start_ = MPI_Wtime();
+  last_progress_ = -1;
   for (size_t i = 0; i < program_.instructions.size(); ++i) {
     const Instruction& instruction = program_.instructions[i];
     // (Transfers of one stream are not serialised here: MPI keeps their order on a communicator
@@ -118,7 +119,10 @@ void RankRunner::execute(size_t index, StepMeasurement& step) {
         transfers_.start_collective(op, op.bytes * run.times, instruction.on_path, *transfer);
       in_flight_[index] = std::move(transfer);
       outstanding_.push_back(index);
-      if (!instruction.on_path) return;
+      if (!instruction.on_path) {
+        step.issue_s += now() - began;
+        return;
+      }
       // A critical collective ran (blocking) to its end: what it took is exposed.
       if (instruction.owner >= 0) step.waited_s[static_cast<size_t>(instruction.owner)] += now() - began;
       wait_for(index, step);
@@ -130,8 +134,10 @@ void RankRunner::execute(size_t index, StepMeasurement& step) {
       const std::vector<uint32_t>& sends = programs_.boundary_sends[programs_.forward_slot(instruction.message) ? 0 : 1];
       const int position = static_cast<int>(std::find(sends.begin(), sends.end(), run.op) - sends.begin());
       const int tag = instruction.message * static_cast<int>(sends.size()) + position;
+      const double began = now();
       transfers_.start_send(mesh_.at_stage(world_rank_, instruction.peer_stage), tag, plan_.ops()[run.op].bytes,
                             *transfer);
+      step.issue_s += now() - began;
       in_flight_[index] = std::move(transfer);
       outstanding_.push_back(index);
       return;
@@ -156,6 +162,12 @@ void RankRunner::wait_for(size_t index, StepMeasurement& step) {
 }
 
 void RankRunner::progress(StepMeasurement& step) {
+  if (outstanding_.empty()) return;
+  // Often enough to keep transfers moving, not after every small kernel: each poll runs MPI's
+  // progress engine, and with more ranks than cores it gives the core away.
+  const double began = now();
+  if (began - last_progress_ < kProgressInterval_s) return;
+  last_progress_ = began;
   for (size_t k = 0; k < outstanding_.size();) {
     const size_t index = outstanding_[k];
     if (transfers_.test(*in_flight_[index])) {
@@ -166,6 +178,7 @@ void RankRunner::progress(StepMeasurement& step) {
       ++k;
     }
   }
+  step.progress_s += now() - began;
 }
 
 }  // namespace mpi_executor

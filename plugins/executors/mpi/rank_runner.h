@@ -35,6 +35,8 @@ struct StepMeasurement {
   double compute_s[kOpClasses] = {};
   std::vector<double> waited_s;      // per ProgramSet::owners: blocked waiting for their communication
   double receive_wait_s = 0;         // blocked in pipeline receives
+  double progress_s = 0;             // polling the transfers in flight between kernels
+  double issue_s = 0;                // starting non-blocking transfers (MPI_I*, MPI_Isend)
   std::vector<double> start, finish;  // per instruction, seconds from the step's start (when recorded)
 };
 
@@ -66,6 +68,8 @@ class RankRunner {
   std::vector<std::unique_ptr<Transfer>> in_flight_;  // per instruction, while its transfer runs
   std::vector<size_t> outstanding_;                    // instructions with a transfer in flight
   double step_start_ = 0;
+  double last_progress_ = -1;
+  static constexpr double kProgressInterval_s = 200e-6;
   bool record_ = false;
   bool draining_ = false;  // the step's end: sends are waited for too
 };
