@@ -21,16 +21,6 @@ namespace po = boost::program_options;
 namespace paraplan::host {
 namespace {
 
-// A TOML basic string: the override parser would read some paths as numbers or dates.
-std::string toml_string(const std::string& text) {
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') quoted += '\\';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-
 double number_or_zero(const ResultTree& results, const std::string& key) {
   const ResultValue* value = results.find(key);
   return value && std::holds_alternative<double>(*value) ? std::get<double>(*value) : 0.0;
@@ -98,7 +88,7 @@ int run_execute_command(const std::vector<std::string>& arguments) {
   if (timeout_s < 0) throw UsageError("--timeout: expected a positive number of seconds");
   if (timeout_s > 0) overrides.push_back(prefix + "timeout_s=" + std::to_string(timeout_s));
   if (!trace_file.empty())
-    overrides.push_back(prefix + "trace=" + toml_string(std::filesystem::absolute(trace_file).string()));
+    overrides.push_back(prefix + "trace=" + override_string(std::filesystem::absolute(trace_file).string()));
 
   configure_logging(common);
   PluginCatalog catalog = scan_plugins(common);

@@ -6,23 +6,11 @@
 #include "host/cli/common_options.h"
 #include "host/cli/plan_command.h"
 #include "host/core/errors.h"
+#include "host/recipe/recipe_overrides.h"
 
 namespace po = boost::program_options;
 
 namespace paraplan::host {
-namespace {
-
-// A TOML basic string: the override parser would read some paths as numbers or dates.
-std::string toml_string(const std::string& text) {
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') quoted += '\\';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-
-}  // namespace
 
 int run_simulate_command(const std::vector<std::string>& arguments) {
   CommonOptions common;
@@ -56,10 +44,10 @@ int run_simulate_command(const std::vector<std::string>& arguments) {
   if (!ranks.empty()) {
     if (ranks != "stage" && ranks != "all")
       throw UsageError("--ranks " + ranks + ": expected 'stage' (one rank per pipeline stage) or 'all'");
-    overrides.push_back("executor.simulate.ranks=" + toml_string(ranks));
+    overrides.push_back("executor.simulate.ranks=" + override_string(ranks));
   }
   if (!trace_file.empty())
-    overrides.push_back("executor.simulate.trace=" + toml_string(std::filesystem::absolute(trace_file).string()));
+    overrides.push_back("executor.simulate.trace=" + override_string(std::filesystem::absolute(trace_file).string()));
   return report_plan("simulate", common, recipe_file, overrides);
 }
 

@@ -85,4 +85,13 @@ std::string mention_overrides(const std::string& message, const std::vector<std:
   return annotated;
 }
 
+std::string override_string(const std::string& text) {
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') quoted += '\\';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
 }  // namespace paraplan::host

@@ -21,4 +21,8 @@ void apply_override(toml::table& document, const std::string& assignment);
 // for each override whose last key segment the error message names.
 std::string mention_overrides(const std::string& message, const std::vector<std::string>& overrides);
 
+// `text` as an override value that stays a string: a TOML basic string ("..."), where a bare
+// value would be read as a number or a date (a path like 2024-01-01/trace.json).
+std::string override_string(const std::string& text);
+
 }  // namespace paraplan::host

@@ -130,28 +130,6 @@ void run_collective(Communication kind, const float* send, float* receive, int t
   }
 }
 
-// The same as a non-blocking call, as the executor issues them (transfers.h). Open MPI runs
-// these through another component (libnbc) with its own algorithms, so they time differently.
-void start_collective(Communication kind, const float* send, float* receive, int total, int chunk, MPI_Comm group,
-                      MPI_Request* request) {
-  switch (kind) {
-    case Communication::kAllReduce:
-      MPI_Iallreduce(send, receive, total, MPI_FLOAT, MPI_SUM, group, request);
-      return;
-    case Communication::kAllGather:
-      MPI_Iallgather(send, chunk, MPI_FLOAT, receive, chunk, MPI_FLOAT, group, request);
-      return;
-    case Communication::kReduceScatter:
-      MPI_Ireduce_scatter_block(send, receive, chunk, MPI_FLOAT, MPI_SUM, group, request);
-      return;
-    case Communication::kAllToAll:
-      MPI_Ialltoall(send, chunk, MPI_FLOAT, receive, chunk, MPI_FLOAT, group, request);
-      return;
-    case Communication::kSend:
-      return;
-  }
-}
-
 void measure_collectives(MPI_Comm world, int group_size, const CalibrationOptions& options,
                          std::vector<CommunicationSample>& samples) {
   int rank = 0, world_size = 0;
@@ -173,14 +151,7 @@ void measure_collectives(MPI_Comm world, int group_size, const CalibrationOption
       const int64_t elements = buffer_elements(bytes, group_size);
       const int total = static_cast<int>(elements), chunk = static_cast<int>(elements / group_size);
       const double seconds = time_together(world, options, options.communication_seconds_per_point, [&] {
-        if (!member) return;
-        if (options.nonblocking_collectives) {
-          MPI_Request request = MPI_REQUEST_NULL;
-          start_collective(kind, send.data(), receive.data(), total, chunk, group, &request);
-          MPI_Wait(&request, MPI_STATUS_IGNORE);
-        } else {
-          run_collective(kind, send.data(), receive.data(), total, chunk, group);
-        }
+        if (member) run_collective(kind, send.data(), receive.data(), total, chunk, group);
       });
       samples.push_back(CommunicationSample{kind, group_size, kFloatBytes * static_cast<double>(elements), seconds});
     }

@@ -6,19 +6,20 @@
 // taken on an idle machine would promise the planner more than it can have. The method follows
 // the GEMM benchmarks and nccl-tests:
 //
-//   GEMM        square sgemm from 64³ up to the plateau; seconds per GEMM on the slowest rank.
+//   GEMM        square GEMMs from 64³ up to the plateau (Kernels::gemm); seconds per GEMM on
+//               the slowest rank.
 //   Attention   one head as the executor runs it (kernels.h): Q·Kᵀ, a scaling pass, scores·V;
 //               the efficiency is its 4·s²·d FLOPs over the time and the fitted GEMM rate.
-//   Memory      a triad a = b + s·c on arrays far larger than the caches, bytes read + written
-//               (STREAM's count, and the executor's for a memory op); memcpy of one array for
-//               the host link, also read + written (the executor copies half an offload op's bytes).
+//   Memory      the executor's triad (Kernels::stream) on arrays far larger than the caches,
+//               bytes read + written (STREAM's count, and a memory op's); its memcpy
+//               (Kernels::copy) for the host link, also read + written.
 //   Collectives MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block and MPI_Alltoall on
 //               MPI_FLOAT in groups of 2, 4, ... and the world (MPI_Comm_split, consecutive
-//               ranks, all groups at once), message sizes from bytes to MiB, or their
-//               non-blocking forms and MPI_Wait as the executor issues them (an option: Open MPI
-//               runs those through libnbc, measured 2-5x slower at MiB sizes here); a ping-pong
-//               between rank pairs for point-to-point sends. One tier, "shared-memory", gets the
-//               α and B that fit all of them jointly (calibration_fit.h says why).
+//               ranks, all groups at once), message sizes from bytes to MiB, through the
+//               blocking calls the executor uses for critical collectives (Open MPI runs the
+//               non-blocking forms through libnbc, measured 2-5x slower at MiB sizes here); a
+//               ping-pong between rank pairs for point-to-point sends. One tier,
+//               "shared-memory", gets one α and B for all of them (calibration_fit.h says how).
 //   Timing      one warm-up call; a probe call decides how many iterations fill the per-point
 //               time budget (the same count on every rank); then `repeats` timed loops, each
 //               from the first rank's start to the last rank's end (so ranks waiting for a core
@@ -61,9 +62,6 @@ struct CalibrationOptions {
   int min_iterations = 2;
   int max_iterations = 200;
   std::string name;                    // the profile's name; empty: "<host>-<N>-ranks"
-  // MPI_Iallreduce ... + MPI_Wait, as the executor issues collectives, instead of the blocking
-  // calls nccl-tests' CPU analogues time (Open MPI implements the two with different algorithms).
-  bool nonblocking_collectives = false;
 };
 
 // About 5-10 s at 2-4 ranks on two cores: GEMMs to 1024³, messages 16 B to 16 MiB.

@@ -61,9 +61,8 @@ StepMeasurement RankRunner::run_step(bool record) {
   last_progress_ = -1;
   for (size_t i = 0; i < program_.instructions.size(); ++i) {
     const Instruction& instruction = program_.instructions[i];
-    // (Transfers of one stream are not serialised here: MPI keeps their order on a communicator
-    // and runs them concurrently, as NCCL kernels on one stream would not; the difference is
-    // small next to what a step waits for.)
+    // Transfers of one stream are not serialised as the simulator's streams are: MPI keeps
+    // their order on a communicator and may run several at once.
     for (uint32_t d = 0; d < instruction.deps_count; ++d)
       wait_for(static_cast<size_t>(program_.dependencies[instruction.deps_begin + d]), step);
     if (record) step.start[i] = now();
