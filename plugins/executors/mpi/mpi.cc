@@ -113,6 +113,11 @@ class MpiExecutor : public paraplan::Executor {
     if (steps_ < 1) throw paraplan::InvalidArgument("executor.mpi.steps: expected at least 1, got " + std::to_string(steps_));
     if (warmup_ < 0) throw paraplan::InvalidArgument("executor.mpi.warmup: expected 0 or more, got " + std::to_string(warmup_));
     if (!(timeout_s_ > 0)) throw paraplan::InvalidArgument("executor.mpi.timeout_s: expected a positive number of seconds");
+    // A recipe names the program paraplan starts: only an MPI launcher, by name or path.
+    const std::string program = launcher_.substr(launcher_.find_last_of('/') + 1);
+    if (program != "mpirun" && program != "mpiexec" && program != "orterun")
+      throw paraplan::InvalidArgument("executor.mpi.launcher: expected Open MPI's launcher (mpirun, mpiexec or orterun, "
+                                      "by name or path), got '" + launcher_ + "'");
   }
 
   void run(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware,
