@@ -10,8 +10,9 @@
 // Failure never leaves a job behind: a rank that throws prints its reason and aborts the job
 // (MPI_Abort); a rank past `timeout_s` prints so and exits, which ends the job; the process that
 // launched the job terminates it past the same timeout (launcher.h).
-#include <mpi.h>
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <mpi.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -166,6 +167,7 @@ class MpiExecutor : public paraplan::Executor {
   // `results` when the job has its own launcher. A failure ends the whole job with its reason.
   template <typename Work>
   void as_rank(const paraplan::ResultSink& results, Work&& work) {
+    pin_mpi_library();
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) MPI_Init(nullptr, nullptr);
@@ -191,6 +193,14 @@ class MpiExecutor : public paraplan::Executor {
       return;
     }
     report(keys, results);
+  }
+
+  // Open MPI keeps process-lifetime state (exit handlers, its components, allocations it never
+  // frees) in its libraries: they must outlive this plugin, which the host unloads when done.
+  static void pin_mpi_library() {
+    Dl_info library{};
+    if (dladdr(reinterpret_cast<void*>(&MPI_Init), &library) && library.dli_fname)
+      dlopen(library.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
   }
 
   static void silence_stdout() {
