@@ -319,7 +319,9 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
                     std::to_string(training.micro_batch));
 }
 
-void read_cluster(Recipe& recipe, const toml::table* table, const std::filesystem::path& recipe_path) {
+// `hardware_from_command_line`: --set cluster.hardware=... gave the hardware.
+void read_cluster(Recipe& recipe, const toml::table* table, const std::filesystem::path& recipe_path,
+                  bool hardware_from_command_line) {
   if (!table) throw InputError(recipe.file + ": [cluster]: the recipe has no [cluster] table");
   TableReader reader(table, "cluster", recipe.file);
   ClusterSpec& cluster = recipe.cluster;
@@ -327,9 +329,13 @@ void read_cluster(Recipe& recipe, const toml::table* table, const std::filesyste
   if (!hardware || hardware->empty()) reader.fail(nullptr, "hardware", "is required (a hardware plugin name or a .toml profile)");
   cluster.hardware = *hardware;
   // A profile file is named by path; relative paths are relative to the recipe, not the shell.
+  // One given on the command line (--set cluster.hardware=...) is the shell's, as any path there.
   if (cluster.hardware.find('/') != std::string::npos || cluster.hardware.ends_with(".toml")) {
     std::filesystem::path profile = cluster.hardware;
-    if (profile.is_relative()) profile = std::filesystem::absolute(recipe_path).parent_path() / profile;
+    if (profile.is_relative())
+      profile = (hardware_from_command_line ? std::filesystem::current_path()
+                                            : std::filesystem::absolute(recipe_path).parent_path()) /
+                profile;
     std::error_code error;
     if (!std::filesystem::is_regular_file(profile, error))
       reader.fail(table->get("hardware"), "hardware", "profile file " + profile.string() + " does not exist");
@@ -387,7 +393,10 @@ std::unique_ptr<Recipe> build_recipe(toml::table document, const std::string& fi
   std::filesystem::path recipe_path(file_name);
   read_model(*recipe, subtable(root, "model", file_name), options, recipe_path);
   read_training(*recipe, subtable(root, "training", file_name), options.search);
-  read_cluster(*recipe, subtable(root, "cluster", file_name), recipe_path);
+  const bool hardware_from_command_line =
+      std::any_of(options.overrides.begin(), options.overrides.end(),
+                  [](const std::string& assignment) { return assignment.starts_with("cluster.hardware="); });
+  read_cluster(*recipe, subtable(root, "cluster", file_name), recipe_path, hardware_from_command_line);
   read_strategies(*recipe, root, options.search);
   recipe->executor_table = subtable(root, "executor", file_name);
   recipe->export_table = subtable(root, "export", file_name);

@@ -1,4 +1,7 @@
 // Recipes: parsing, presets, and errors that name file:line:column and the key path.
+#include <filesystem>
+#include <fstream>
+
 #include "host/recipe/recipe_overrides.h"
 #include "host/recipe/recipe_reader.h"
 
@@ -196,6 +199,28 @@ TEST(RecipeOverrides, SetKeysBeforeReading) {
   EXPECT_EQ(recipe->strategies[2].degree, 8);
   EXPECT_EQ(recipe->strategies[0].table->get("stage")->value<int64_t>(), 1);
   EXPECT_EQ(recipe->cluster.mesh_order, (std::vector<std::string>{"tp", "dp", "pp"}));
+}
+
+TEST(RecipeOverrides, AProfilePathOnTheCommandLineIsTheShells) {
+  // The same relative path: from the recipe's directory when the recipe says it, from the
+  // current directory when --set says it (a profile calibrate just wrote here).
+  const std::filesystem::path directory = std::filesystem::temp_directory_path() / "paraplan_override_path_test";
+  std::filesystem::remove_all(directory);
+  std::filesystem::create_directories(directory / "recipes");
+  std::ofstream(directory / "machine.toml") << "# written by the test\n";
+  struct InDirectory {  // back where it was, whatever the test throws
+    std::filesystem::path before = std::filesystem::current_path();
+    explicit InDirectory(const std::filesystem::path& directory) { std::filesystem::current_path(directory); }
+    ~InDirectory() { std::filesystem::current_path(before); }
+  } in_directory(directory);
+  std::string text = kValid;
+  text.replace(text.find("\"h100-sxm\""), 10, "\"machine.toml\"");
+  test::expect_error<InputError>([&] { parse_recipe(text, (directory / "recipes" / "r.toml").string()); },
+                                 {(directory / "recipes" / "machine.toml").string() + " does not exist"});
+  RecipeReaderOptions options;
+  options.overrides = {"cluster.hardware=machine.toml"};
+  auto recipe = parse_recipe(kValid, (directory / "recipes" / "r.toml").string(), options);
+  EXPECT_EQ(recipe->cluster.hardware_file, (directory / "machine.toml").string());
 }
 
 TEST(RecipeOverrides, MalformedOverridesAreUsageErrors) {
