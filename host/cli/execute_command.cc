@@ -75,7 +75,7 @@ int run_execute_command(const std::vector<std::string>& arguments) {
         "Examples:\n"
         "  paraplan calibrate --ranks 2 --out machine.toml\n"
         "  paraplan execute recipes/execute/tp2-2ranks.toml --set cluster.hardware=machine.toml\n"
-        "  paraplan execute recipes/execute/pp2-dp2-4ranks.toml --verify --trace pp2.json\n"
+        "  paraplan execute recipes/execute/pp2-1f1b-2ranks.toml --verify --trace pp2.json\n"
         "  paraplan execute recipes/scenarios/seed5-llama2-7b-fsdp3-scaling.toml --scale 0.0625\n");
     return common.help ? kExitOk : kExitUsage;
   }

@@ -1,11 +1,11 @@
 // mpi: runs a plan for real on MPI ranks (OpenMPI), one process per GPU of the plan: every rank
 // walks its pipeline stage's program (plugins/common/rank_program) with real fp32 GEMMs and
 // memory-bound kernels on the CPU and real MPI collectives and point-to-point messages, and
-// reports the measured step next to nothing else; `paraplan execute` sets the predictions
+// reports what it measured; `paraplan execute` sets the predictions
 // beside it. It can also measure the machine (`paraplan calibrate`, calibration.h).
 //
-//   paraplan execute recipes/execute/tp2-2ranks.toml --ranks 2 --verify
-//   mpirun -np 4 paraplan execute recipes/execute/pp2-dp2-4ranks.toml   (its own launcher)
+//   paraplan execute recipes/execute/tp2-2ranks.toml --verify             (starts mpirun itself)
+//   mpirun -np 2 paraplan execute recipes/execute/pp2-1f1b-2ranks.toml   (your own launcher)
 //
 // Failure never leaves a job behind: a rank that throws prints its reason and aborts the job
 // (MPI_Abort); a rank past `timeout_s` prints so and exits, which ends the job; the process that
