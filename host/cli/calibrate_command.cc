@@ -2,8 +2,10 @@
 // bundled `mpi`) and write the hardware profile it reports, which recipes then name as their
 // hardware so `evaluate` and `simulate` predict this machine.
 #include <toml++/toml.h>
+#include <unistd.h>
 
 #include <cstddef>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -64,8 +66,12 @@ int run_calibrate_command(const std::vector<std::string>& arguments) {
   const pp_executor_v1& functions = *plugin.metadata->executor;
   if (functions.struct_size < offsetof(pp_executor_v1, calibrate) + sizeof(functions.calibrate) || !functions.calibrate)
     throw InputError("executor '" + executor + "' cannot measure a machine (it has no calibrate function, SDK ABI 1.4)");
-  if (!out_file.empty() && !std::ofstream(out_file, std::ios::app))
-    throw InputError("cannot write " + out_file + ": check the directory exists and is writable");
+  // Before measuring, and without leaving a file behind if the measurement then fails.
+  if (!out_file.empty()) {
+    const std::filesystem::path directory = std::filesystem::absolute(out_file).parent_path();
+    if (!std::filesystem::is_directory(directory) || access(directory.c_str(), W_OK) != 0)
+      throw InputError("cannot write " + out_file + ": " + directory.string() + " is not a writable directory");
+  }
 
   toml::table settings{{"ranks", ranks}, {"calibrate_full", full}};
   PluginInstance instance(plugin, ParamValues::bind(*plugin.metadata, &settings, "executor." + executor, "(command line)"),

@@ -115,5 +115,19 @@ expect "simulate: straggler outside the cluster" 3 "straggler_rank = 64 is not a
 expect "simulate: unknown executor key" 3 "executor.simulate.rank: unknown key.*did you mean 'ranks'" -- \
   simulate "$seed1" --set executor.simulate.rank=all
 
+# execute and calibrate: what is refused before any MPI job starts.
+execute_recipe="$recipes/execute/dp2-2ranks.toml"
+expect "execute: help" 0 '' -- execute --help
+expect "execute: bad --scale" 2 "--scale 2.000000: expected a factor in \(0, 1\]" -- execute "$execute_recipe" --scale 2
+expect "execute: launcher not an MPI launcher" 3 "executor.mpi.launcher: expected Open MPI's launcher" -- \
+  execute "$execute_recipe" --set executor.mpi.launcher=sh
+expect "execute: unknown fault" 3 "executor.mpi.fault: expected '', 'sequence' or 'stall'" -- \
+  execute "$execute_recipe" --set executor.mpi.fault=crash
+expect "calibrate: help" 0 '' -- calibrate --help
+expect "calibrate: one rank" 3 "calibrate needs at least 2 ranks" -- calibrate --ranks 1
+expect "calibrate: unwritable output" 3 "cannot write $scratch/no/such/dir/m.toml: .* is not a writable directory" -- \
+  calibrate --out "$scratch/no/such/dir/m.toml"
+expect "calibrate: an executor that cannot" 3 "executor 'analytic' cannot measure a machine" -- calibrate --executor analytic
+
 echo "$passed passed, $failures failed"
 [[ $failures -eq 0 ]]
