@@ -14,6 +14,7 @@
 #include "et_def.pb.h"
 #include "host/export/exporting.h"
 #include "paraplan/sdk.hpp"
+#include "export_test_support.h"
 #include "test_support.h"
 
 namespace paraplan::host {
@@ -37,11 +38,7 @@ struct Exported {
   ComposedPlan composed;
   ExportResult result;
 
-  const ExportedFile* file(const std::string& name) const {
-    for (const ExportedFile& file : result.files)
-      if (file.name == name) return &file;
-    return nullptr;
-  }
+  const ExportedFile* file(const std::string& name) const { return test::find_file(result, name); }
 };
 
 Exported export_chakra(const std::string& text) {

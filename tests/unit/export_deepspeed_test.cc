@@ -33,48 +33,12 @@ ExportResult export_recipe(const std::string& file) { return test::export_recipe
 void check_golden(const std::string& recipe, const ExportResult& result) { test::check_golden("deepspeed", recipe, result); }
 
 nlohmann::json config_of(const ExportResult& result) {
-  auto found = std::find_if(result.files.begin(), result.files.end(),
-                            [](const ExportedFile& file) { return file.name == "ds_config.json"; });
-  if (found == result.files.end()) throw std::runtime_error("no ds_config.json");
-  return nlohmann::json::parse(found->data);
+  return nlohmann::json::parse(test::file_named(result, "ds_config.json").data);
 }
 
-const std::string& script_of(const ExportResult& result) {
-  auto found = std::find_if(result.files.begin(), result.files.end(),
-                            [](const ExportedFile& file) { return file.name == "run_deepspeed.sh"; });
-  if (found == result.files.end()) throw std::runtime_error("no run_deepspeed.sh");
-  return found->data;
-}
+const std::string& script_of(const ExportResult& result) { return test::file_named(result, "run_deepspeed.sh").data; }
 
-// The recipe's own numbers, read from its TOML without paraplan.
-struct RecipeFacts {
-  int64_t gpus = 0, global_batch = 0, micro_batch = 0;
-  int64_t tp = 1, cp = 1, pp = 1, ep = 1, fsdp_stage = 0;
-  std::string recompute = "none";
-  int64_t dp() const { return gpus / (tp * cp * pp); }
-};
-
-RecipeFacts facts(const std::string& file) {
-  const toml::table recipe = toml::parse_file(file);
-  RecipeFacts facts;
-  facts.gpus = recipe["cluster"]["num_gpus"].value_or<int64_t>(0);
-  facts.global_batch = recipe["training"]["global_batch"].value_or<int64_t>(0);
-  facts.micro_batch = recipe["training"]["micro_batch"].value_or<int64_t>(1);
-  facts.recompute = recipe["training"]["recompute"].value_or<std::string>("none");
-  if (const toml::array* strategies = recipe["strategy"].as_array()) {
-    for (const toml::node& node : *strategies) {
-      const toml::table& strategy = *node.as_table();
-      const std::string name = strategy["name"].value_or<std::string>("");
-      const int64_t degree = strategy["degree"].value_or<int64_t>(1);
-      if (name == "tp") facts.tp = degree;
-      if (name == "sp" && strategy["mode"].value_or<std::string>("megatron") != "megatron") facts.cp = degree;
-      if (name == "pp") facts.pp = degree;
-      if (name == "ep") facts.ep = degree;
-      if (name == "fsdp") facts.fsdp_stage = strategy["stage"].value_or<int64_t>(0);
-    }
-  }
-  return facts;
-}
+using test::RecipeFacts;
 
 bool mentions(const std::vector<std::string>& lines, const std::string& fragment) {
   return std::any_of(lines.begin(), lines.end(),
@@ -82,7 +46,7 @@ bool mentions(const std::vector<std::string>& lines, const std::string& fragment
 }
 
 void check_against_recipe(const std::string& file, const nlohmann::json& config) {
-  const RecipeFacts recipe = facts(file);
+  const RecipeFacts recipe = test::recipe_facts(file);
   const int64_t micro = config.at("train_micro_batch_size_per_gpu").get<int64_t>();
   const int64_t accumulation = config.at("gradient_accumulation_steps").get<int64_t>();
   EXPECT_EQ(config.at("train_batch_size").get<int64_t>(), recipe.global_batch);

@@ -31,47 +31,8 @@ ExportResult export_recipe(const std::string& file) { return test::export_recipe
 
 void check_golden(const std::string& recipe, const ExportResult& result) { test::check_golden("torchtitan", recipe, result); }
 
-const ExportedFile& file_named(const ExportResult& result, const std::string& name) {
-  auto found = std::find_if(result.files.begin(), result.files.end(),
-                            [&](const ExportedFile& file) { return file.name == name; });
-  if (found == result.files.end()) throw std::runtime_error("no exported file " + name);
-  return *found;
-}
-
-// The recipe's own numbers, read from its TOML without paraplan: what the job config must say.
-struct RecipeFacts {
-  int64_t gpus = 0, global_batch = 0, micro_batch = 0, seq_len = 0;
-  int64_t tp = 1, cp = 1, pp = 1, ep = 1, virtual_stages = 1, fsdp_stage = 0;
-  std::string recompute = "none", schedule = "1f1b";
-  int64_t dp() const { return gpus / (tp * cp * pp); }
-};
-
-RecipeFacts facts(const std::string& file) {
-  const toml::table recipe = toml::parse_file(file);
-  RecipeFacts facts;
-  facts.gpus = recipe["cluster"]["num_gpus"].value_or<int64_t>(0);
-  facts.global_batch = recipe["training"]["global_batch"].value_or<int64_t>(0);
-  facts.micro_batch = recipe["training"]["micro_batch"].value_or<int64_t>(1);
-  facts.seq_len = recipe["model"]["seq_len"].value_or<int64_t>(0);
-  facts.recompute = recipe["training"]["recompute"].value_or<std::string>("none");
-  if (const toml::array* strategies = recipe["strategy"].as_array()) {
-    for (const toml::node& node : *strategies) {
-      const toml::table& strategy = *node.as_table();
-      const std::string name = strategy["name"].value_or<std::string>("");
-      const int64_t degree = strategy["degree"].value_or<int64_t>(1);
-      if (name == "tp") facts.tp = degree;
-      if (name == "sp" && strategy["mode"].value_or<std::string>("megatron") != "megatron") facts.cp = degree;
-      if (name == "pp") {
-        facts.pp = degree;
-        facts.schedule = strategy["schedule"].value_or<std::string>("1f1b");
-        facts.virtual_stages = strategy["virtual_stages"].value_or<int64_t>(1);
-      }
-      if (name == "ep") facts.ep = degree;
-      if (name == "fsdp") facts.fsdp_stage = strategy["stage"].value_or<int64_t>(0);
-    }
-  }
-  return facts;
-}
+using test::file_named;
+using test::RecipeFacts;
 
 int64_t integer(const toml::table& config, const char* section, const char* key) {
   std::optional<int64_t> value = config[section][key].value<int64_t>();
@@ -92,7 +53,7 @@ bool mentions(const std::vector<std::string>& lines, const std::string& fragment
 
 // The degrees and batch sizes every recipe must carry into the job config.
 void check_against_recipe(const std::string& file, const toml::table& config) {
-  const RecipeFacts recipe = facts(file);
+  const RecipeFacts recipe = test::recipe_facts(file);
   EXPECT_EQ(integer(config, "parallelism", "tensor_parallel_degree"), recipe.tp);
   EXPECT_EQ(integer(config, "parallelism", "context_parallel_degree"), recipe.cp);
   EXPECT_EQ(integer(config, "parallelism", "pipeline_parallel_degree"), recipe.pp);
