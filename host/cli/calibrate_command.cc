@@ -19,14 +19,6 @@
 namespace po = boost::program_options;
 
 namespace paraplan::host {
-namespace {
-
-std::string text_or_empty(const ResultTree& results, const std::string& key) {
-  const ResultValue* value = results.find(key);
-  return value && std::holds_alternative<std::string>(*value) ? std::get<std::string>(*value) : "";
-}
-
-}  // namespace
 
 int run_calibrate_command(const std::vector<std::string>& arguments) {
   CommonOptions common;
@@ -80,7 +72,7 @@ int run_calibrate_command(const std::vector<std::string>& arguments) {
   pp_result_sink_v1 sink = results.sink();
   instance.invoke([&](pp_error* error) { return functions.calibrate(instance.handle(), &sink, error); });
 
-  const std::string profile = text_or_empty(results, "calibration.profile");
+  const std::string profile = results.text("calibration.profile").value_or("");
   if (profile.empty()) return kExitOk;  // a rank of the measuring job: its launcher reports
   if (!out_file.empty()) {
     std::ofstream(out_file) << profile;
@@ -90,7 +82,7 @@ int run_calibrate_command(const std::vector<std::string>& arguments) {
     std::cout << results.to_json().dump(2) << "\n";
     return kExitOk;
   }
-  std::cout << text_or_empty(results, "calibration.report");
+  std::cout << results.text("calibration.report").value_or("");
   if (out_file.empty())
     std::cout << "\n" << profile;
   else

@@ -21,14 +21,9 @@ namespace po = boost::program_options;
 namespace paraplan::host {
 namespace {
 
-double number_or_zero(const ResultTree& results, const std::string& key) {
-  const ResultValue* value = results.find(key);
-  return value && std::holds_alternative<double>(*value) ? std::get<double>(*value) : 0.0;
-}
-
 // predicted.<model>.step_s and its error against the measurement, in percent of the measurement.
 void add_prediction(ResultTree& report, const std::string& model, const ResultTree& predicted, double measured) {
-  const double step = number_or_zero(predicted, "time.step_s");
+  const double step = predicted.number("time.step_s").value_or(0.0);
   report.set("predicted." + model + ".step_s", step);
   if (measured > 0) report.set("predicted." + model + ".error_pct", (step - measured) / measured * 100.0);
 }
@@ -106,11 +101,11 @@ int run_execute_command(const std::vector<std::string>& arguments) {
     report = run_executor(executor, *recipe, catalog, composed, *hardware);
     report.set("execution.scale", scale);
     report.set("execution.model_shape", describe_model_shape(recipe->model.shape));
-    const double measured = number_or_zero(report, "measured.step_s");
+    const double measured = report.number("measured.step_s").value_or(0.0);
     add_prediction(report, "evaluate", evaluated, measured);
     add_prediction(report, "simulate", simulated, measured);
     // The simulator walks the same per-rank programs the executor ran: its figure is the prediction.
-    report.set("predicted.step_s", number_or_zero(simulated, "time.step_s"));
+    report.set("predicted.step_s", simulated.number("time.step_s").value_or(0.0));
   } catch (const InputError& failure) {
     throw InputError(mention_overrides(failure.what(), overrides));
   }

@@ -21,6 +21,18 @@ const ResultValue* ResultTree::find(const std::string& key) const {
   return nullptr;
 }
 
+std::optional<double> ResultTree::number(const std::string& key) const {
+  const ResultValue* value = find(key);
+  if (value && std::holds_alternative<double>(*value)) return std::get<double>(*value);
+  return std::nullopt;
+}
+
+std::optional<std::string> ResultTree::text(const std::string& key) const {
+  const ResultValue* value = find(key);
+  if (value && std::holds_alternative<std::string>(*value)) return std::get<std::string>(*value);
+  return std::nullopt;
+}
+
 bool ResultTree::has_prefix(const std::string& prefix) const {
   for (const auto& entry : entries_)
     if (entry.first.starts_with(prefix)) return true;

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -21,6 +22,9 @@ class ResultTree {
  public:
   void set(const std::string& key, ResultValue value);
   const ResultValue* find(const std::string& key) const;
+  // The value of `key` when it is a number (a text); empty when absent or of another type.
+  std::optional<double> number(const std::string& key) const;
+  std::optional<std::string> text(const std::string& key) const;
   // True when some key starts with `prefix` ("comm.").
   bool has_prefix(const std::string& prefix) const;
   const std::vector<std::pair<std::string, ResultValue>>& entries() const { return entries_; }

@@ -51,8 +51,7 @@ std::string without_location(const std::string& message, const std::string& file
 }
 
 double number(const ResultTree& results, const std::string& key, bool required, const std::string& executor) {
-  const ResultValue* value = results.find(key);
-  if (value && std::holds_alternative<double>(*value)) return std::get<double>(*value);
+  if (std::optional<double> value = results.number(key)) return *value;
   if (required)
     throw InputError("executor '" + executor + "' reports no " + key + ", which the advice ladder needs");
   return 0;

@@ -36,6 +36,7 @@
 // last backward step (weight-gradient step under zero-bubble) frees them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -124,6 +125,14 @@ struct ProgramSet {
   // The stage a message for `slot` comes from, at stage `stage` of `stages`.
   int64_t sender_stage(int32_t slot, int64_t stage, int64_t stages) const {
     return forward_slot(slot) ? (stage + stages - 1) % stages : (stage + 1) % stages;
+  }
+  // The point-to-point ops a message for `slot` is made of, in send order.
+  const std::vector<uint32_t>& message_ops(int32_t slot) const { return boundary_sends[forward_slot(slot) ? 0 : 1]; }
+  // The tag sender and receiver give the message's op `op` (an exporter's comm_tag, an MPI tag).
+  int32_t message_tag(int32_t slot, uint32_t op) const {
+    const std::vector<uint32_t>& ops = message_ops(slot);
+    const auto position = std::find(ops.begin(), ops.end(), op) - ops.begin();
+    return slot * static_cast<int32_t>(ops.size()) + static_cast<int32_t>(position);
   }
 };
 

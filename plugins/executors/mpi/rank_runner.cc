@@ -88,11 +88,9 @@ void RankRunner::execute(size_t index, StepMeasurement& step) {
       const int64_t sender_stage = programs_.sender_stage(slot, mesh_.stage(world_rank_),
                                                           static_cast<int64_t>(plan_.stages().size()));
       const int sender = mesh_.at_stage(world_rank_, sender_stage);
-      const std::vector<uint32_t>& sends = programs_.boundary_sends[programs_.forward_slot(slot) ? 0 : 1];
       const double began = now();
-      for (size_t i = 0; i < sends.size(); ++i) {
-        const int tag = slot * static_cast<int>(sends.size()) + static_cast<int>(i);
-        transfers_.receive(sender, tag, plan_.ops()[sends[i]].bytes,
+      for (uint32_t op : programs_.message_ops(slot)) {
+        transfers_.receive(sender, programs_.message_tag(slot, op), plan_.ops()[op].bytes,
                            program_.step_labels[static_cast<size_t>(instruction.step)] + ": receive from rank " +
                                std::to_string(sender));
       }
@@ -130,9 +128,7 @@ void RankRunner::execute(size_t index, StepMeasurement& step) {
     case Work::kSend: {
       auto transfer = std::make_unique<Transfer>();
       const OpRun& run = runs.front();
-      const std::vector<uint32_t>& sends = programs_.boundary_sends[programs_.forward_slot(instruction.message) ? 0 : 1];
-      const int position = static_cast<int>(std::find(sends.begin(), sends.end(), run.op) - sends.begin());
-      const int tag = instruction.message * static_cast<int>(sends.size()) + position;
+      const int tag = programs_.message_tag(instruction.message, run.op);
       const double began = now();
       transfers_.start_send(mesh_.at_stage(world_rank_, instruction.peer_stage), tag, plan_.ops()[run.op].bytes,
                             *transfer);

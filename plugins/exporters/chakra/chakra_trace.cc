@@ -120,13 +120,6 @@ class StageTranslator {
     return {last};
   }
 
-  // Sender and receiver number a message's point-to-point ops the same way.
-  int32_t tag(int32_t slot, uint32_t op) const {
-    const std::vector<uint32_t>& sends = set_.boundary_sends[set_.forward_slot(slot) ? 0 : 1];
-    const auto index = std::find(sends.begin(), sends.end(), op) - sends.begin();
-    return slot * static_cast<int32_t>(sends.size()) + static_cast<int32_t>(index);
-  }
-
   uint32_t send(const Instruction& instruction, std::vector<uint32_t> waits) {
     const OpRun& run = runs(instruction).front();
     TraceNode node;
@@ -136,7 +129,7 @@ class StageTranslator {
     node.bytes = plan_.ops()[run.op].bytes;
     node.axis = instruction.axis;
     node.peer_stage = instruction.peer_stage;
-    node.tag = tag(instruction.message, run.op);
+    node.tag = set_.message_tag(instruction.message, run.op);
     node.deps = std::move(waits);
     return add(std::move(node));
   }
@@ -146,7 +139,7 @@ class StageTranslator {
     const int32_t slot = instruction.receive;
     const int64_t peer = set_.sender_stage(slot, stage_, static_cast<int64_t>(plan_.stages().size()));
     uint32_t last = 0;
-    for (uint32_t op : set_.boundary_sends[set_.forward_slot(slot) ? 0 : 1]) {
+    for (uint32_t op : set_.message_ops(slot)) {
       TraceNode node;
       node.kind = NodeKind::kRecv;
       node.name = "recv " + where(instruction) + " from stage " + std::to_string(peer) + " (" + plan_.ops()[op].name + ")";
@@ -154,7 +147,7 @@ class StageTranslator {
       node.bytes = plan_.ops()[op].bytes;
       node.axis = plan_.ops()[op].axis;
       node.peer_stage = static_cast<int32_t>(peer);
-      node.tag = tag(slot, op);
+      node.tag = set_.message_tag(slot, op);
       node.deps = std::move(waits);
       waits = {last = add(std::move(node))};
     }

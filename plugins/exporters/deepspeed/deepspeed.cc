@@ -22,7 +22,6 @@
 //   sequence_parallel_size; ring attention, Megatron sequence parallelism, expert parallelism -> unexpressed
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -34,15 +33,6 @@
 namespace {
 
 using json = nlohmann::ordered_json;
-
-int64_t axis_degree(const paraplan::PlanView& plan, std::string_view name) {
-  const int32_t index = plan.axis_index(name);
-  return index < 0 ? 1 : plan.axes()[static_cast<size_t>(index)].degree;
-}
-
-std::string file_name(const std::string& path) {
-  return path.empty() ? std::string("(recipe)") : std::filesystem::path(path).filename().string();
-}
 
 class DeepSpeed : public paraplan::Exporter {
  public:
@@ -65,8 +55,8 @@ class DeepSpeed : public paraplan::Exporter {
     const pp_pipeline& pipeline = plan.pipeline();
     std::vector<std::string> unexpressed;
 
-    const int64_t tp = axis_degree(plan, "tp"), cp = axis_degree(plan, "cp"), pp = axis_degree(plan, "pp");
-    const int64_t ep = axis_degree(plan, "ep");
+    const int64_t tp = plan.axis_degree("tp"), cp = plan.axis_degree("cp"), pp = plan.axis_degree("pp");
+    const int64_t ep = plan.axis_degree("ep");
     const int64_t dp = plan.data_parallel_size();
     const int64_t accumulation = std::max<int64_t>(1, pipeline.micro_batches);
 
@@ -100,7 +90,7 @@ class DeepSpeed : public paraplan::Exporter {
     if (hsdp) {
       stage = hsdp->integer("stage", 3);
       overlap = hsdp->flag("overlap");
-      const int64_t group = axis_degree(plan, "dp");
+      const int64_t group = plan.axis_degree("dp");
       if (stage == 3) {
         mics_group = group;
       } else {
@@ -232,7 +222,7 @@ class DeepSpeed : public paraplan::Exporter {
     const int64_t nodes = per_node > 0 ? (cluster.num_gpus + per_node - 1) / per_node : 1;
     std::ostringstream out;
     out << "#!/usr/bin/env bash\n"
-        << "# DeepSpeed launch for " << file_name(context.recipe_file()) << " (paraplan export): " << nodes
+        << "# DeepSpeed launch for " << context.recipe_name() << " (paraplan export): " << nodes
         << " node(s) x " << per_node << " GPUs.\n";
     if (nodes > 1)
       out << "# HOSTFILE lists the " << nodes << " nodes, one line each: \"<hostname> slots=" << per_node

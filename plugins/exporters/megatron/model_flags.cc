@@ -39,11 +39,6 @@ std::string decimal(double value) {
   return result;
 }
 
-int64_t axis_degree(const paraplan::PlanView& plan, std::string_view name) {
-  const int32_t index = plan.axis_index(name);
-  return index < 0 ? 1 : plan.axes()[static_cast<size_t>(index)].degree;
-}
-
 namespace {
 
 bool fused_attention(const paraplan::PlanView& plan) {
@@ -124,7 +119,7 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
   out.data.add("--tokenizer-type", "NullTokenizer");
   out.data.add("--vocab-size", model.vocab - 1);
   // The vocabulary-parallel embedding splits the rows over tp: without that, Megatron-LM pads.
-  if (model.vocab % axis_degree(plan, "tp") == 0) out.data.add("--padded-vocab-size", model.vocab);
+  if (model.vocab % plan.axis_degree("tp") == 0) out.data.add("--padded-vocab-size", model.vocab);
 }
 
 }  // namespace paraplan_megatron

@@ -108,7 +108,7 @@ bool translate_data_parallel(const paraplan::PlanView& plan, const Strategy& str
   const int64_t stage = strategy.integer("stage", strategy.name == "hsdp" ? 3 : 0);
   const bool overlap = strategy.setting("overlap").empty() || strategy.flag("overlap");
   const int64_t pipeline = std::max<int64_t>(plan.pipeline().stages, 1);
-  const int64_t experts = axis_degree(plan, "ep");
+  const int64_t experts = plan.axis_degree("ep");
 
   auto distributed_optimizer = [&] {
     out.parallelism.add("--use-distributed-optimizer");
@@ -119,14 +119,14 @@ bool translate_data_parallel(const paraplan::PlanView& plan, const Strategy& str
   };
 
   if (strategy.name == "hsdp") {
-    const int64_t replicas = axis_degree(plan, "dp_replicate");
+    const int64_t replicas = plan.axis_degree("dp_replicate");
     distributed_optimizer();
     if (replicas > 1) out.parallelism.add("--num-distributed-optimizer-instances", replicas);
     if (stage >= 2)
       out.unexpressed.push_back("hsdp stage " + std::to_string(stage) +
                                 ": Megatron-LM shards only the optimizer state within a group "
                                 "(--num-distributed-optimizer-instances); exported as stage 1 in groups of " +
-                                std::to_string(axis_degree(plan, "dp")) + ", " + std::to_string(replicas) +
+                                std::to_string(plan.axis_degree("dp")) + ", " + std::to_string(replicas) +
                                 " replicas");
     return false;
   }
@@ -153,8 +153,8 @@ bool translate_data_parallel(const paraplan::PlanView& plan, const Strategy& str
 }
 
 void translate_experts(const paraplan::PlanView& plan, const Strategy& strategy, Translation& out) {
-  out.parallelism.add("--expert-model-parallel-size", axis_degree(plan, "ep"));
-  out.parallelism.add("--expert-tensor-parallel-size", axis_degree(plan, "tp"));
+  out.parallelism.add("--expert-model-parallel-size", plan.axis_degree("ep"));
+  out.parallelism.add("--expert-tensor-parallel-size", plan.axis_degree("tp"));
   const std::string dispatcher = strategy.setting("dispatcher");
   out.moe.add("--moe-token-dispatcher-type", dispatcher.empty() ? "alltoall" : dispatcher);
   const std::string capacity = strategy.setting("capacity_factor");
@@ -172,8 +172,8 @@ void translate_experts(const paraplan::PlanView& plan, const Strategy& strategy,
 }  // namespace
 
 void translate_parallelism(const paraplan::PlanView& plan, const paraplan::ExportContext& context, Translation& out) {
-  const int64_t tensor = axis_degree(plan, "tp");
-  const int64_t context_parallel = axis_degree(plan, "cp");
+  const int64_t tensor = plan.axis_degree("tp");
+  const int64_t context_parallel = plan.axis_degree("cp");
   const Strategy* tp = context.strategy("tp");
   const Strategy* sp = context.strategy("sp");
   const Strategy* ep = context.strategy("ep");

@@ -56,7 +56,4 @@ void translate_parallelism(const paraplan::PlanView& plan, const paraplan::Expor
 // A Megatron-LM float argument: 1 -> "1.0", 1.25 -> "1.25".
 std::string decimal(double value);
 
-// The degree of the named mesh axis, 1 when the plan has none.
-int64_t axis_degree(const paraplan::PlanView& plan, std::string_view name);
-
 }  // namespace paraplan_megatron

@@ -27,7 +27,6 @@
 //   recompute none/selective/full -> [activation_checkpoint] mode
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <sstream>
 #include <string>
 #include <variant>
@@ -115,18 +114,9 @@ std::string override_line(const std::string& section, const Entry& entry) {
   return "";  // lists of lists have no command-line form; the job file carries them
 }
 
-int64_t axis_degree(const paraplan::PlanView& plan, std::string_view name) {
-  const int32_t index = plan.axis_index(name);
-  return index < 0 ? 1 : plan.axes()[static_cast<size_t>(index)].degree;
-}
-
 int64_t axis_stride(const paraplan::PlanView& plan, std::string_view name) {
   const int32_t index = plan.axis_index(name);
   return index < 0 ? 0 : plan.axes()[static_cast<size_t>(index)].stride;
-}
-
-std::string file_name(const std::string& path) {
-  return path.empty() ? std::string("(recipe)") : std::filesystem::path(path).filename().string();
 }
 
 struct ModelFlavor {
@@ -167,14 +157,14 @@ class Torchtitan : public paraplan::Exporter {
     const pp_pipeline& pipeline = plan.pipeline();
     Strings unexpressed;
 
-    const int64_t tp = axis_degree(plan, "tp"), cp = axis_degree(plan, "cp"), pp = axis_degree(plan, "pp");
-    const int64_t ep = axis_degree(plan, "ep");
+    const int64_t tp = plan.axis_degree("tp"), cp = plan.axis_degree("cp"), pp = plan.axis_degree("pp");
+    const int64_t ep = plan.axis_degree("ep");
     const int64_t dp = plan.data_parallel_size();
     const int64_t micro_batches = std::max<int64_t>(1, pipeline.micro_batches);
 
     Section job{"job", {}}, model_section{"model", {}}, train{"training", {}}, parallel{"parallelism", {}},
         checkpointing{"activation_checkpoint", {}};
-    job.set("description", "paraplan export of " + file_name(context.recipe_file()));
+    job.set("description", "paraplan export of " + context.recipe_name());
 
     // [model]
     const ModelFlavor flavor = model_flavor(context.model_name(), model.moe_experts > 0);
@@ -213,8 +203,8 @@ class Torchtitan : public paraplan::Exporter {
     int64_t replicate = 1, shard = 1;
     std::string reshard = "default";
     if (hsdp) {
-      replicate = axis_degree(plan, "dp_replicate");
-      shard = axis_degree(plan, "dp");
+      replicate = plan.axis_degree("dp_replicate");
+      shard = plan.axis_degree("dp");
       const int64_t stage = hsdp->integer("stage", 3);
       if (stage < 3) {
         reshard = "never";
@@ -317,11 +307,11 @@ class Torchtitan : public paraplan::Exporter {
 
     const std::vector<Section> sections = {job, model_section, train, parallel, checkpointing};
     std::ostringstream job_file, overrides;
-    job_file << "# torchtitan job config for " << file_name(context.recipe_file()) << " (paraplan export)\n"
+    job_file << "# torchtitan job config for " << context.recipe_name() << " (paraplan export)\n"
              << "# " << cluster.num_gpus << " GPUs = tp " << tp << " x cp " << cp << " x pp " << pp << " x dp " << dp
              << (ep > 1 ? " (ep " + std::to_string(ep) + " inside dp)" : "") << "; run with run_torchtitan.sh\n";
     for (const std::string& line : unexpressed) job_file << "# not expressed: " << line << "\n";
-    overrides << "# torchtitan command-line overrides for " << file_name(context.recipe_file())
+    overrides << "# torchtitan command-line overrides for " << context.recipe_name()
               << " (paraplan export): the settings of torchtitan_job.toml, one per line\n";
     for (const Section& section : sections) {
       job_file << "\n[" << section.name << "]\n";
@@ -428,7 +418,7 @@ class Torchtitan : public paraplan::Exporter {
     const int64_t nodes = per_node > 0 ? (cluster.num_gpus + per_node - 1) / per_node : 1;
     std::ostringstream out;
     out << "#!/usr/bin/env bash\n"
-        << "# torchtitan launch for " << file_name(context.recipe_file()) << " (paraplan export): " << nodes
+        << "# torchtitan launch for " << context.recipe_name() << " (paraplan export): " << nodes
         << " node(s) x " << per_node << " GPUs.\n"
         << "# Run it on every node (or under a scheduler) with MASTER_ADDR / MASTER_PORT naming node 0, from a\n"
         << "# torchtitan checkout. Without the job file, pass the lines of torchtitan_overrides.txt instead.\n"

@@ -245,6 +245,11 @@ class PlanView {
       if (name == view_.axes[i].name) return static_cast<int32_t>(i);
     return -1;
   }
+  // The degree of the named axis, 1 when the plan has none.
+  int64_t axis_degree(std::string_view name) const {
+    const int32_t index = axis_index(name);
+    return index < 0 ? 1 : view_.axes[static_cast<uint32_t>(index)].degree;
+  }
   const pp_plan_view_v1& raw() const { return view_; }
 
  private:
@@ -374,6 +379,10 @@ class ExportContext {
     }
   }
   const std::string& recipe_file() const { return recipe_file_; }
+  // The recipe file's name without its directories, for comments in what an exporter writes.
+  std::string recipe_name() const {
+    return recipe_file_.empty() ? "(recipe)" : recipe_file_.substr(recipe_file_.find_last_of('/') + 1);
+  }
   const std::string& model_name() const { return model_name_; }
   const std::vector<Strategy>& strategies() const { return strategies_; }
   // The named strategy, or nullptr when the plan does not use it.
