@@ -91,8 +91,7 @@ void RankRunner::execute(size_t index, StepMeasurement& step) {
       const double began = now();
       for (uint32_t op : programs_.message_ops(slot)) {
         transfers_.receive(sender, programs_.message_tag(slot, op), plan_.ops()[op].bytes,
-                           program_.step_labels[static_cast<size_t>(instruction.step)] + ": receive from rank " +
-                               std::to_string(sender));
+                           program_.step_labels[static_cast<size_t>(instruction.step)]);
       }
       step.receive_wait_s += now() - began;
       return;
@@ -110,7 +109,7 @@ void RankRunner::execute(size_t index, StepMeasurement& step) {
       auto transfer = std::make_unique<Transfer>();
       const OpRun& run = runs.front();
       const pp_op& op = plan_.ops()[run.op];
-      transfer->what = program_.labels[static_cast<size_t>(instruction.label)];
+      transfer->what = &program_.labels[static_cast<size_t>(instruction.label)];
       const double began = now();
       for (uint32_t i = 0; i < std::max<uint32_t>(op.repeat, 1); ++i)
         transfers_.start_collective(op, op.bytes * run.times, instruction.on_path, *transfer);

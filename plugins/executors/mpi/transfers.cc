@@ -182,7 +182,8 @@ void Transfers::start_send(int peer, int tag, double bytes, Transfer& transfer) 
 
 void Transfers::receive(int peer, int tag, double bytes, const std::string& what) {
   Transfer transfer;
-  transfer.what = what;
+  transfer.what = &what;
+  transfer.sender = peer;
   const size_t total = elements_of(bytes);
   std::vector<float>& in = buffer(transfer, total);
   check_mpi(MPI_Recv(in.data(), static_cast<int>(total), MPI_FLOAT, peer, tag, pipeline_, MPI_STATUS_IGNORE), "MPI_Recv");
@@ -216,7 +217,9 @@ void Transfers::finish(Transfer& transfer) {
     for (size_t e = 0; e < check.expected.size(); ++e) {
       if (got[e] == check.expected[e]) continue;
       std::ostringstream message;
-      message << "verification failed on rank " << world_rank_ << ": " << transfer.what << ": element " << e << " is "
+      message << "verification failed on rank " << world_rank_ << ": " << (transfer.what ? *transfer.what : "?");
+      if (transfer.sender >= 0) message << ": receive from rank " << transfer.sender;
+      message << ": element " << e << " is "
               << got[e] << ", expected " << check.expected[e]
               << " (a wrong group, peer, order or size of the collective)";
       throw paraplan::Error(PP_ERROR_INTERNAL, message.str());

@@ -47,7 +47,11 @@ struct Transfer {
     std::vector<float> expected;
   };
   std::vector<Check> checks;
-  std::string what;  // for a verification failure: the instruction's label
+  // For a verification failure: the instruction's label (owned by the program; the text is
+  // built only if a check fails, not for every transfer of every step) and, for a received
+  // message, its sender.
+  const std::string* what = nullptr;
+  int sender = -1;
 };
 
 class Transfers {
@@ -64,7 +68,7 @@ class Transfers {
   // Starts a boundary send of `bytes` to `peer` (a world rank) with `tag`.
   void start_send(int peer, int tag, double bytes, Transfer& transfer);
   // Receives a boundary message (blocking) and checks it.
-  void receive(int peer, int tag, double bytes, const std::string& what);
+  void receive(int peer, int tag, double bytes, const std::string& what);  // `what` outlives the call
 
   // Completes `transfer` (blocking), checks it and returns its buffers to the pool.
   void wait(Transfer& transfer);
