@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "host/core/edit_distance.h"
 #include "host/core/errors.h"
+#include "host/plan/plugin_tables.h"
 #include "host/plugin/plugin_instance.h"
 #include "host/recipe/param_values.h"
 #include "host/recipe/source_location.h"
@@ -47,26 +47,14 @@ struct Collector {
 }  // namespace
 
 void check_export_tables(const Recipe& recipe, const PluginCatalog& catalog) {
-  if (!recipe.export_table) return;
-  std::vector<std::string> exporters;
-  for (const LoadedPlugin* plugin : catalog.of_kind(PP_KIND_EXPORTER)) exporters.push_back(plugin->name());
-  for (const auto& [key, node] : *recipe.export_table) {
-    const std::string name(key.str());
-    if (!node.is_table())
-      throw InputError(location_of(recipe.file, &node) + ": export." + name + ": expected a table [export." + name +
-                       "] of that exporter's parameters");
-    if (std::find(exporters.begin(), exporters.end(), name) == exporters.end())
-      throw InputError(location_of(recipe.file, &node) + ": export." + name + ": no exporter plugin named '" + name +
-                       "'" + did_you_mean(name, exporters));
-    ParamValues::bind(*catalog.require(name, PP_KIND_EXPORTER).metadata, node.as_table(), "export." + name, recipe.file);
-  }
+  checked_plugin_tables(recipe, recipe.export_table, "export", catalog, PP_KIND_EXPORTER, "exporter");
 }
 
 ExportResult run_exporter(const std::string& exporter, const Recipe& recipe, const PluginCatalog& catalog,
                           const ComposedPlan& composed, const HardwareBinding& hardware) {
   const LoadedPlugin& plugin = catalog.require(exporter, PP_KIND_EXPORTER);
-  check_export_tables(recipe, catalog);
-  const toml::table* table = recipe.export_table ? recipe.export_table->get_as<toml::table>(exporter) : nullptr;
+  const toml::table* table =
+      checked_plugin_tables(recipe, recipe.export_table, "export", catalog, PP_KIND_EXPORTER, "exporter", exporter);
   ParamValues params = ParamValues::bind(*plugin.metadata, table, "export." + exporter, recipe.file);
   PluginInstance instance(plugin, std::move(params),
                           location_of(recipe.file, table ? table : recipe.export_table) + ": exporter '" + exporter + "'");

@@ -1,35 +1,10 @@
 #include "host/plan/execution.h"
 
-#include <algorithm>
-
-#include "host/core/edit_distance.h"
 #include "host/core/errors.h"
+#include "host/plan/plugin_tables.h"
 #include "host/recipe/source_location.h"
 
 namespace paraplan::host {
-
-namespace {
-
-// [executor.<name>] tables: each must name a loaded executor and match its schema, whichever
-// executor runs, so a typo is not silently ignored until the day that executor runs.
-const toml::table* executor_parameters(const Recipe& recipe, const PluginCatalog& catalog, const std::string& executor) {
-  if (!recipe.executor_table) return nullptr;
-  std::vector<std::string> executors;
-  for (const LoadedPlugin* plugin : catalog.of_kind(PP_KIND_EXECUTOR)) executors.push_back(plugin->name());
-  for (const auto& [key, node] : *recipe.executor_table) {
-    std::string name(key.str());
-    if (!node.is_table())
-      throw InputError(location_of(recipe.file, &node) + ": executor." + name +
-                       ": expected a table [executor." + name + "] of that executor's parameters");
-    if (std::find(executors.begin(), executors.end(), name) == executors.end())
-      throw InputError(location_of(recipe.file, &node) + ": executor." + name + ": no executor plugin named '" + name +
-                       "'" + did_you_mean(name, executors));
-    ParamValues::bind(*catalog.require(name, PP_KIND_EXECUTOR).metadata, node.as_table(), "executor." + name, recipe.file);
-  }
-  return recipe.executor_table->get_as<toml::table>(executor);
-}
-
-}  // namespace
 
 void describe_plan(ResultTree& results, const Recipe& recipe, const ComposedPlan& composed,
                    const HardwareBinding& hardware) {
@@ -55,7 +30,8 @@ void describe_plan(ResultTree& results, const Recipe& recipe, const ComposedPlan
 ResultTree run_executor(const std::string& executor, const Recipe& recipe, const PluginCatalog& catalog,
                         const ComposedPlan& composed, const HardwareBinding& hardware) {
   const LoadedPlugin& plugin = catalog.require(executor, PP_KIND_EXECUTOR);
-  const toml::table* table = executor_parameters(recipe, catalog, executor);
+  const toml::table* table =
+      checked_plugin_tables(recipe, recipe.executor_table, "executor", catalog, PP_KIND_EXECUTOR, "executor", executor);
   ParamValues params = ParamValues::bind(*plugin.metadata, table, "executor." + executor, recipe.file);
   PluginInstance instance(plugin, std::move(params),
                           location_of(recipe.file, table ? table : recipe.executor_table) + ": executor '" + executor + "'");
