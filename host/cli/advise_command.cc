@@ -12,6 +12,7 @@
 #include "host/report/text_report.h"
 #include "host/search/advice_ladder.h"
 #include "host/search/search_report.h"
+#include "host/report/report_output.h"
 
 namespace po = boost::program_options;
 
@@ -260,9 +261,9 @@ int run_advise_command(const std::vector<std::string>& arguments) {
   }
 
   if (common.json)
-    std::cout << advice_json(*advice, search_settings.memory_headroom).dump(2) << "\n";
+    report_stream() << dump_json(advice_json(*advice, search_settings.memory_headroom)) << "\n";
   else
-    write_text(std::cout, *advice, search_settings.memory_headroom);
+    write_text(report_stream(), *advice, search_settings.memory_headroom);
   const LadderStep* final_step = advice->final_step();
   if (!final_step)
     throw PlanError(recipe->file + ": no rung of the advice ladder composes (the report lists each rung's reason)");

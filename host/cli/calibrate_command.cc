@@ -15,6 +15,8 @@
 #include "host/plugin/plugin_instance.h"
 #include "host/recipe/param_values.h"
 #include "host/report/result_tree.h"
+#include "host/report/report_output.h"
+#include "host/plugin/abi_history.h"
 
 namespace po = boost::program_options;
 
@@ -56,7 +58,7 @@ int run_calibrate_command(const std::vector<std::string>& arguments) {
   PluginCatalog catalog = scan_plugins(common);
   const LoadedPlugin& plugin = catalog.require(executor, PP_KIND_EXECUTOR);
   const pp_executor_v1& functions = *plugin.metadata->executor;
-  if (functions.struct_size < offsetof(pp_executor_v1, calibrate) + sizeof(functions.calibrate) || !functions.calibrate)
+  if (!holds_fields_of(plugin.abi_minor(), functions.struct_size, 4, &AbiMinorSizes::executor) || !functions.calibrate)
     throw InputError("executor '" + executor + "' cannot measure a machine (it has no calibrate function, SDK ABI 1.4)");
   // Before measuring, and without leaving a file behind if the measurement then fails.
   if (!out_file.empty()) {
@@ -79,14 +81,14 @@ int run_calibrate_command(const std::vector<std::string>& arguments) {
     results.set("calibration.file", out_file);
   }
   if (common.json) {
-    std::cout << results.to_json().dump(2) << "\n";
+    report_stream() << dump_json(results.to_json()) << "\n";
     return kExitOk;
   }
-  std::cout << results.text("calibration.report").value_or("");
+  report_stream() << results.text("calibration.report").value_or("");
   if (out_file.empty())
-    std::cout << "\n" << profile;
+    report_stream() << "\n" << profile;
   else
-    std::cout << "\nwrote " << out_file << ": name it as a recipe's hardware ([cluster] hardware = \"" << out_file
+    report_stream() << "\nwrote " << out_file << ": name it as a recipe's hardware ([cluster] hardware = \"" << out_file
               << "\", or --set cluster.hardware=" << out_file << ")\n";
   return kExitOk;
 }

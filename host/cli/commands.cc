@@ -4,6 +4,7 @@
 #include "host/cli/command.h"
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
+#include "host/report/report_output.h"
 #include "paraplan/abi.h"
 
 namespace paraplan::host {
@@ -30,12 +31,12 @@ const std::vector<Command>& all_commands() {
 namespace {
 
 void print_usage() {
-  std::cout << "Usage: paraplan COMMAND [options]   (paraplan COMMAND --help for each command)\n\n"
+  report_stream() << "Usage: paraplan COMMAND [options]   (paraplan COMMAND --help for each command)\n\n"
                "paraplan composes parallelism strategies (data, tensor, pipeline, sequence, expert) from\n"
                "a TOML recipe into a training plan, and evaluates it against a hardware profile.\n"
                "Strategies, hardware profiles and executors are plugins.\n\nCommands:\n";
-  for (const Command& command : all_commands()) std::cout << "  " << command.name << std::string(12 - std::string(command.name).size(), ' ') << command.summary << "\n";
-  std::cout << "\nExit codes: 0 success; 1 the plan is invalid or does not fit; 2 usage error;\n"
+  for (const Command& command : all_commands()) report_stream() << "  " << command.name << std::string(12 - std::string(command.name).size(), ' ') << command.summary << "\n";
+  report_stream() << "\nExit codes: 0 success; 1 the plan is invalid or does not fit; 2 usage error;\n"
                "3 input error (file, TOML, schema, plugin); 4 internal error (a bug: please report it).\n"
                "Environment: PARAPLAN_PLUGIN_PATH (plugin directories), PARAPLAN_MODEL_PATH (model presets).\n";
 }
@@ -46,7 +47,7 @@ int dispatch(const std::vector<std::string>& arguments) {
     return arguments.empty() ? kExitUsage : kExitOk;
   }
   if (arguments[0] == "--version") {
-    std::cout << "paraplan " << PARAPLAN_VERSION << " (SDK ABI " << PP_ABI_MAJOR << "." << PP_ABI_MINOR << ")\n";
+    report_stream() << "paraplan " << PARAPLAN_VERSION << " (SDK ABI " << PP_ABI_MAJOR << "." << PP_ABI_MINOR << ")\n";
     return kExitOk;
   }
   std::vector<std::string> names;

@@ -8,6 +8,7 @@
 
 #include "host/core/errors.h"
 #include "host/plugin/plugin_search_path.h"
+#include "host/report/report_output.h"
 
 namespace po = boost::program_options;
 
@@ -18,7 +19,10 @@ po::options_description common_options(CommonOptions& options, bool with_json) {
   description.add_options()
       ("help,h", po::bool_switch(&options.help), "show this help and exit")
       ("plugin-path", po::value(&options.plugin_paths)->composing()->value_name("DIR"),
-       "search DIR for plugins before PARAPLAN_PLUGIN_PATH and <exe>/../lib/paraplan/plugins (repeatable)")
+       "search DIR (an absolute path) for plugins before PARAPLAN_PLUGIN_PATH and <exe>/../lib/paraplan/plugins "
+       "(repeatable); a plugin found here replaces a bundled one of the same name")
+      ("allow-insecure-plugins", po::bool_switch(&options.allow_insecure_plugins),
+       "load plugins from directories or files anyone may write to, or that belong to another user (warned about)")
       ("verbose,v", po::bool_switch(&options.verbose), "log progress (info level) to stderr")
       ("debug", po::bool_switch(&options.debug), "log everything, including each plugin file examined")
       ("quiet,q", po::bool_switch(&options.quiet), "log errors only");
@@ -66,17 +70,20 @@ void configure_logging(const CommonOptions& options) {
 }
 
 PluginCatalog scan_plugins(const CommonOptions& options) {
-  std::vector<std::filesystem::path> directories =
+  const std::vector<PluginDirectory> directories =
       plugin_search_path(options.plugin_paths, std::getenv("PARAPLAN_PLUGIN_PATH"), current_executable());
-  PluginCatalog catalog = PluginCatalog::scan(directories);
-  spdlog::info("{} plugins loaded, {} files skipped", catalog.plugins().size(), catalog.skipped().size());
+  ScanOptions scan;
+  scan.allow_insecure = options.allow_insecure_plugins;
+  scan.timeout_s = plugin_scan_timeout();
+  PluginCatalog catalog = PluginCatalog::scan(directories, scan);
+  spdlog::info("{} plugins found, {} files skipped", catalog.records().size(), catalog.skipped().size());
   return catalog;
 }
 
 void print_command_help(const std::string& usage, const std::string& summary, const po::options_description& options,
                         const std::string& epilogue) {
-  std::cout << "Usage: " << usage << "\n\n" << summary << "\n\n" << options;
-  if (!epilogue.empty()) std::cout << "\n" << epilogue;
+  report_stream() << "Usage: " << usage << "\n\n" << summary << "\n\n" << options;
+  if (!epilogue.empty()) report_stream() << "\n" << epilogue;
 }
 
 }  // namespace paraplan::host

@@ -17,9 +17,11 @@ struct CommonOptions {
   bool quiet = false;
   bool json = false;
   bool help = false;
+  bool allow_insecure_plugins = false;
 };
 
-// --help, -v/--verbose, --debug, -q/--quiet, --plugin-path, and --json when `with_json`.
+// --help, -v/--verbose, --debug, -q/--quiet, --plugin-path, --allow-insecure-plugins, and --json when
+// `with_json`.
 boost::program_options::options_description common_options(CommonOptions& options, bool with_json);
 
 // Parses `arguments` into `variables`; a malformed command line throws UsageError (exit 2).

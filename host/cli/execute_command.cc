@@ -15,6 +15,7 @@
 #include "host/recipe/recipe_overrides.h"
 #include "host/recipe/recipe_reader.h"
 #include "host/report/text_report.h"
+#include "host/report/report_output.h"
 
 namespace po = boost::program_options;
 
@@ -110,9 +111,9 @@ int run_execute_command(const std::vector<std::string>& arguments) {
     throw InputError(mention_overrides(failure.what(), overrides));
   }
   if (common.json)
-    std::cout << report.to_json().dump(2) << "\n";
+    report_stream() << dump_json(report.to_json()) << "\n";
   else
-    write_text_report(std::cout, report);
+    write_text_report(report_stream(), report);
   return kExitOk;
 }
 

@@ -1,5 +1,11 @@
 // `paraplan export RECIPE --to NAME`: compose the recipe's plan (or, with --best, the search's
 // winner) and write it in a training engine's terms through an exporter plugin.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,21 +20,46 @@
 #include "host/recipe/recipe_reader.h"
 #include "host/search/search_engine.h"
 #include "host/search/search_report.h"
+#include "host/report/report_output.h"
 
 namespace po = boost::program_options;
 
 namespace paraplan::host {
 namespace {
 
+// Whether `path` lies inside `root` (both canonical).
+bool inside(const std::filesystem::path& path, const std::filesystem::path& root) {
+  auto mismatch = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
+  return mismatch.first == root.end();
+}
+
+// Writes the files under `directory`, never through a symbolic link: a link already there (left
+// by someone else, or by an earlier export) must not send a file outside the directory.
 void write_files(const std::filesystem::path& directory, const ExportResult& result) {
+  std::error_code error;
+  std::filesystem::create_directories(directory, error);
+  const std::filesystem::path root = std::filesystem::canonical(directory, error);
+  if (error) throw InputError(directory.string() + ": cannot create the output directory (" + error.message() + ")");
   for (const ExportedFile& file : result.files) {
-    const std::filesystem::path path = directory / file.name;
-    std::error_code error;
+    const std::filesystem::path path = root / file.name;
     std::filesystem::create_directories(path.parent_path(), error);
-    std::ofstream out(path, std::ios::binary);
-    out.write(file.data.data(), static_cast<std::streamsize>(file.data.size()));
-    out.close();
-    if (error || !out) throw InputError(path.string() + ": cannot write the exported file");
+    const std::filesystem::path parent = std::filesystem::canonical(path.parent_path(), error);
+    if (error || !inside(parent, root))
+      throw InputError((directory / file.name).string() + ": refused: a symbolic link on its way leads out of the output "
+                       "directory " + root.string());
+    const int descriptor = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (descriptor < 0)
+      throw InputError((directory / file.name).string() + ": cannot write the exported file (" +
+                       (errno == ELOOP ? std::string("it is a symbolic link") : std::string(std::strerror(errno))) + ")");
+    size_t written = 0;
+    while (written < file.data.size()) {
+      const ssize_t step = ::write(descriptor, file.data.data() + written, file.data.size() - written);
+      if (step < 0 && errno == EINTR) continue;
+      if (step <= 0) break;
+      written += static_cast<size_t>(step);
+    }
+    const bool closed = ::close(descriptor) == 0;
+    if (written != file.data.size() || !closed) throw InputError(path.string() + ": cannot write the exported file");
   }
 }
 
@@ -108,15 +139,15 @@ int run_export_command(const std::vector<std::string>& arguments) {
     std::cerr << "paraplan: warning: " << exporter << " cannot express: " << line << "\n";
   if (!directory.empty()) write_files(directory, result);
   if (common.json) {
-    std::cout << json_report(exporter, directory, result).dump(2) << "\n";
+    report_stream() << dump_json(json_report(exporter, directory, result)) << "\n";
   } else if (!directory.empty()) {
     for (const ExportedFile& file : result.files)
-      std::cout << "wrote " << (std::filesystem::path(directory) / file.name).string() << " (" << file.data.size()
+      report_stream() << "wrote " << (std::filesystem::path(directory) / file.name).string() << " (" << file.data.size()
                 << " bytes)\n";
   } else {
     for (const ExportedFile& file : result.files) {
-      if (result.files.size() > 1) std::cout << "# ==> " << file.name << " <==\n";
-      std::cout << file.data << (file.data.empty() || file.data.back() == '\n' ? "" : "\n");
+      if (result.files.size() > 1) report_stream() << "# ==> " << file.name << " <==\n";
+      report_stream() << file.data << (file.data.empty() || file.data.back() == '\n' ? "" : "\n");
     }
   }
   if (strict && !result.unexpressed.empty())

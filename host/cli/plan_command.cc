@@ -10,6 +10,7 @@
 #include "host/recipe/recipe_overrides.h"
 #include "host/recipe/recipe_reader.h"
 #include "host/report/text_report.h"
+#include "host/report/report_output.h"
 
 namespace paraplan::host {
 
@@ -33,9 +34,9 @@ int report_plan(const std::string& executor, const CommonOptions& common, const 
   }
 
   if (common.json)
-    std::cout << results.to_json().dump(2) << "\n";
+    report_stream() << dump_json(results.to_json()) << "\n";
   else
-    write_text_report(std::cout, results);
+    write_text_report(report_stream(), results);
   const ResultValue* fits = results.find("memory.fits");
   if (fits && std::holds_alternative<bool>(*fits) && !std::get<bool>(*fits)) {
     throw PlanError(recipe->file + ": the plan does not fit in GPU memory (see memory.* in the report)");

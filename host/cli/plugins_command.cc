@@ -9,6 +9,8 @@
 #include "host/cli/command.h"
 #include "host/cli/common_options.h"
 #include "host/core/errors.h"
+#include "host/core/text_sanitizer.h"
+#include "host/report/report_output.h"
 #include "host/recipe/param_values.h"
 
 namespace po = boost::program_options;
@@ -46,39 +48,51 @@ nlohmann::ordered_json param_json(const pp_param_spec& spec) {
   return param;
 }
 
+std::string record_abi(const PluginRecord& record) {
+  return std::to_string(record.abi_major) + "." + std::to_string(record.abi_minor);
+}
+
+// "file", or "file -> where it leads" for a link.
+std::string shown_file(const PluginRecord& record) {
+  return record.target.empty() || record.target == record.file ? record.file.string()
+                                                               : record.file.string() + " -> " + record.target.string();
+}
+
 int list_plugins(const PluginCatalog& catalog, bool json) {
   if (json) {
     nlohmann::ordered_json report;
     report["plugins"] = nlohmann::ordered_json::array();
-    for (const LoadedPlugin& plugin : catalog.plugins())
-      report["plugins"].push_back({{"name", plugin.name()},
-                                   {"kind", kind_name(plugin.kind())},
-                                   {"version", plugin.metadata->version},
-                                   {"abi", abi_of(*plugin.metadata)},
-                                   {"file", plugin.file.string()}});
+    for (const PluginRecord& record : catalog.records()) {
+      nlohmann::ordered_json entry = {{"name", record.name},       {"kind", kind_name(record.kind)},
+                                      {"version", record.version}, {"abi", record_abi(record)},
+                                      {"file", record.file.string()}, {"origin", origin_name(record.origin)}};
+      if (!record.target.empty() && record.target != record.file) entry["target"] = record.target.string();
+      report["plugins"].push_back(std::move(entry));
+    }
     report["skipped"] = nlohmann::ordered_json::array();
     for (const SkippedPlugin& skipped : catalog.skipped())
       report["skipped"].push_back({{"file", skipped.file.string()}, {"reason", skipped.reason}});
     report["search_path"] = nlohmann::ordered_json::array();
-    for (const auto& directory : catalog.directories()) report["search_path"].push_back(directory.string());
-    std::cout << report.dump(2) << "\n";
+    for (const PluginDirectory& directory : catalog.directories()) report["search_path"].push_back(directory.path.string());
+    report_stream() << dump_json(report) << "\n";
     return kExitOk;
   }
-  if (catalog.plugins().empty()) {
-    std::cout << "No plugins found. Searched:\n";
-    for (const auto& directory : catalog.directories()) std::cout << "  " << directory.string() << "\n";
+  std::ostream& out = report_stream();
+  if (catalog.records().empty()) {
+    out << "No plugins found. Searched:\n";
+    for (const PluginDirectory& directory : catalog.directories()) out << "  " << directory.path.string() << "\n";
   } else {
-    std::cout << std::left << std::setw(22) << "NAME" << std::setw(10) << "KIND" << std::setw(10) << "VERSION"
-              << std::setw(6) << "ABI" << "FILE\n";
+    out << std::left << std::setw(22) << "NAME" << std::setw(10) << "KIND" << std::setw(10) << "VERSION" << std::setw(6)
+        << "ABI" << "FILE\n";
     for (pp_plugin_kind kind : {PP_KIND_STRATEGY, PP_KIND_HARDWARE, PP_KIND_EXECUTOR, PP_KIND_EXPORTER})
-      for (const LoadedPlugin* plugin : catalog.of_kind(kind))
-        std::cout << std::left << std::setw(22) << plugin->name() << std::setw(10) << kind_name(kind) << std::setw(10)
-                  << plugin->metadata->version << std::setw(6) << abi_of(*plugin->metadata) << plugin->file.string()
-                  << "\n";
+      for (const PluginRecord& record : catalog.records())
+        if (record.kind == kind)
+          out << std::left << std::setw(22) << record.name << std::setw(10) << kind_name(kind) << std::setw(10)
+              << record.version << std::setw(6) << record_abi(record) << shown_file(record) << "\n";
   }
   if (!catalog.skipped().empty()) {
-    std::cout << "\nSkipped " << catalog.skipped().size() << " file(s):\n";
-    for (const SkippedPlugin& skipped : catalog.skipped()) std::cout << "  " << skipped.reason << "\n";
+    out << "\nSkipped " << catalog.skipped().size() << " file(s) (failed, refused or shadowed):\n";
+    for (const SkippedPlugin& skipped : catalog.skipped()) out << "  " << one_line(skipped.reason) << "\n";
   }
   return kExitOk;
 }
@@ -96,33 +110,33 @@ int describe_plugin(const PluginCatalog& catalog, const std::string& name, bool 
     }
     report["parameters"] = nlohmann::ordered_json::array();
     for (uint32_t i = 0; i < metadata.param_count; ++i) report["parameters"].push_back(param_json(metadata.params[i]));
-    std::cout << report.dump(2) << "\n";
+    report_stream() << dump_json(report) << "\n";
     return kExitOk;
   }
-  std::cout << metadata.name << " (" << kind_name(metadata.kind) << " plugin, version " << metadata.version
+  report_stream() << metadata.name << " (" << kind_name(metadata.kind) << " plugin, version " << metadata.version
             << ", SDK ABI " << abi_of(metadata) << ")\n"
-            << "  " << metadata.description << "\n"
+            << "  " << one_line(metadata.description) << "\n"
             << "  file: " << plugin->file.string() << "\n";
   if (metadata.kind == PP_KIND_STRATEGY) {
-    std::cout << "  applied at order " << metadata.strategy->apply_order;
-    for (const std::string& flag : strategy_flags(metadata.strategy->flags)) std::cout << "; " << flag;
-    std::cout << "\n";
+    report_stream() << "  applied at order " << metadata.strategy->apply_order;
+    for (const std::string& flag : strategy_flags(metadata.strategy->flags)) report_stream() << "; " << flag;
+    report_stream() << "\n";
   }
   if (metadata.param_count == 0) {
-    std::cout << "\nNo parameters.\n";
+    report_stream() << "\nNo parameters.\n";
     return kExitOk;
   }
-  std::cout << "\nParameters";
-  if (metadata.kind == PP_KIND_STRATEGY) std::cout << " (in its [[strategy]] table, beside name and degree)";
-  std::cout << ":\n";
+  report_stream() << "\nParameters";
+  if (metadata.kind == PP_KIND_STRATEGY) report_stream() << " (in its [[strategy]] table, beside name and degree)";
+  report_stream() << ":\n";
   size_t width = 0;
   for (uint32_t i = 0; i < metadata.param_count; ++i) width = std::max(width, std::strlen(metadata.params[i].name));
   const int column = static_cast<int>(width + 2);
   for (uint32_t i = 0; i < metadata.param_count; ++i) {
     const pp_param_spec& spec = metadata.params[i];
-    std::cout << "  " << std::left << std::setw(column) << spec.name << describe_param_type(spec)
+    report_stream() << "  " << std::left << std::setw(column) << spec.name << describe_param_type(spec)
               << ", default " << describe_param_default(spec) << "\n";
-    if (spec.doc && *spec.doc) std::cout << "  " << std::setw(column) << "" << spec.doc << "\n";
+    if (spec.doc && *spec.doc) report_stream() << "  " << std::setw(column) << "" << one_line(spec.doc) << "\n";
   }
   return kExitOk;
 }

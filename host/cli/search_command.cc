@@ -14,6 +14,7 @@
 #include "host/recipe/recipe_reader.h"
 #include "host/report/text_report.h"
 #include "host/search/search_report.h"
+#include "host/report/report_output.h"
 
 namespace po = boost::program_options;
 
@@ -127,12 +128,12 @@ int run_search_command(const std::vector<std::string>& arguments) {
   if (common.json) {
     nlohmann::ordered_json json = search_json(result, context);
     if (!brief) json["winner"] = winner.to_json();
-    std::cout << json.dump(2) << "\n";
+    report_stream() << dump_json(json) << "\n";
   } else {
-    write_search_text(std::cout, result, context);
+    write_search_text(report_stream(), result, context);
     if (!brief) {
-      std::cout << "\nThe winner's evaluate report:\n";
-      write_text_report(std::cout, winner);
+      report_stream() << "\nThe winner's evaluate report:\n";
+      write_text_report(report_stream(), winner);
     }
   }
   return kExitOk;

@@ -11,6 +11,7 @@
 #include "host/core/number_format.h"
 #include "host/validate/scatter_plot.h"
 #include "host/validate/validation_report.h"
+#include "host/report/report_output.h"
 
 namespace po = boost::program_options;
 
@@ -88,9 +89,9 @@ int run_validate_command(const std::vector<std::string>& arguments) {
 
   if (!plot_file.empty()) write_file(plot_file, scatter_plot_svg(report));
   if (common.json)
-    std::cout << validation_json(report).dump(2) << "\n";
+    report_stream() << dump_json(validation_json(report)) << "\n";
   else
-    write_validation_text(std::cout, report);
+    write_validation_text(report_stream(), report);
 
   const ValidationSummary& summary = report.summary;
   if (summary.evaluated == 0)

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "host/core/errors.h"
+#include "host/core/text_sanitizer.h"
 #include "host/plan/plugin_tables.h"
 #include "host/plugin/plugin_instance.h"
 #include "host/recipe/param_values.h"
@@ -12,9 +13,14 @@
 namespace paraplan::host {
 namespace {
 
+constexpr size_t kMaxNameLength = 1024;
+
 // A name the host may create under the output directory: relative, no "..", no empty segment.
 bool safe_name(const std::string& name) {
   if (name.empty() || name.front() == '/' || name.find('\\') != std::string::npos) return false;
+  for (char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) return false;
+  if (valid_utf8(name) != name) return false;
   for (const auto& part : std::filesystem::path(name))
     if (part == ".." || part == "." || part.empty()) return false;
   return true;
@@ -24,11 +30,24 @@ struct Collector {
   ExportResult result;
   std::string failure;  // the first bad file name, reported after the call returns
 
+  // The callbacks never throw into the plugin: a failure is kept and reported after the call.
   static void file(void* context, const char* name, const void* data, uint64_t size, int32_t text) {
     auto& self = *static_cast<Collector*>(context);
-    const std::string file_name = name ? name : "";
-    if (!safe_name(file_name)) {
-      if (self.failure.empty()) self.failure = "wrote a file named '" + file_name + "' outside the output directory";
+    try {
+      self.add_file(name, data, size, text);
+    } catch (...) {
+      if (self.failure.empty()) self.failure = "wrote more than the host could hold";
+    }
+  }
+  void add_file(const char* name, const void* data, uint64_t size, int32_t text) {
+    Collector& self = *this;
+    const std::string file_name = bounded_string(name, kMaxNameLength + 1);
+    if (file_name.size() > kMaxNameLength || !safe_name(file_name)) {
+      if (self.failure.empty()) self.failure = "wrote a file named '" + one_line(file_name, 120) + "' outside the output directory";
+      return;
+    }
+    if (size > 0 && !data) {
+      if (self.failure.empty()) self.failure = "wrote the file '" + file_name + "' without its data";
       return;
     }
     const bool taken = std::any_of(self.result.files.begin(), self.result.files.end(),
@@ -40,7 +59,10 @@ struct Collector {
     self.result.files.push_back({file_name, std::string(static_cast<const char*>(data), data ? size : 0), text != 0});
   }
   static void unexpressed(void* context, const char* message) {
-    static_cast<Collector*>(context)->result.unexpressed.emplace_back(message ? message : "");
+    try {
+      static_cast<Collector*>(context)->result.unexpressed.push_back(one_line(bounded_string(message, 1 << 16)));
+    } catch (...) {
+    }
   }
 };
 

@@ -4,6 +4,7 @@
 
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
+#include "host/plan/strategy_application.h"
 #include "host/plan/workload_builder.h"
 #include "host/recipe/source_location.h"
 
@@ -106,15 +107,6 @@ void resolve_degrees(const Recipe& recipe, const PluginCatalog& catalog, std::ve
   strategies.push_back(std::move(strategy));
 }
 
-// A degree above 1 means ranks with different roles: the strategy must say which by an axis.
-void require_axis(const Plan& plan, const PendingStrategy& strategy) {
-  if (*strategy.degree <= 1) return;
-  for (const pp_mesh_axis& axis : plan.axes())
-    if (strategy.name == axis.owner) return;
-  throw InputError(strategy.instance->context() + ": has degree " + std::to_string(*strategy.degree) +
-                   " but the plugin created no mesh axis for it");
-}
-
 // A mesh_order entry that names no axis is fine when it is a conventional axis this plan lacks
 // (no context parallelism, say), but one that looks like a typo of an axis that exists would
 // silently change the layout.
@@ -172,22 +164,20 @@ ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, in
   composed.plan = std::make_unique<Plan>(recipe.model.shape, training, cluster, data_parallel);
   build_workload(*composed.plan, WorkloadOptions{recipe.flash_attention, recipe.fp32_main_grads});
 
+  auto context_of = [&](const PendingStrategy& strategy) {
+    return pp_strategy_context{sizeof(pp_strategy_context), *strategy.degree, &recipe.model.shape, &training, &cluster,
+                               wants_schedule ? 1 : 0};
+  };
+  // Every strategy's own constraints first, so an impossible recipe is told before any plan work.
   for (PendingStrategy& strategy : strategies) {
-    pp_strategy_context context{sizeof(pp_strategy_context), *strategy.degree, &recipe.model.shape, &training, &cluster,
-                                wants_schedule ? 1 : 0};
+    const pp_strategy_context context = context_of(strategy);
     const pp_strategy_v1& functions = *strategy.instance->metadata().strategy;
     if (functions.validate)
       strategy.instance->invoke(
           [&](pp_error* error) { return functions.validate(strategy.instance->handle(), &context, error); });
   }
   for (PendingStrategy& strategy : strategies) {
-    pp_strategy_context context{sizeof(pp_strategy_context), *strategy.degree, &recipe.model.shape, &training, &cluster,
-                                wants_schedule ? 1 : 0};
-    const pp_strategy_v1& functions = *strategy.instance->metadata().strategy;
-    strategy.instance->invoke([&](pp_error* error) {
-      return functions.apply(strategy.instance->handle(), &context, &composed.plan->api(), error);
-    });
-    require_axis(*composed.plan, strategy);
+    apply_strategy(*strategy.instance, context_of(strategy), *composed.plan);
     composed.strategies.push_back(
         {strategy.name, *strategy.degree, strategy.instance->params().summary(), strategy.added_by_default,
          strategy.instance->params().texts()});

@@ -1,5 +1,7 @@
 #include "host/plan/execution.h"
 
+#include <spdlog/spdlog.h>
+
 #include "host/core/errors.h"
 #include "host/plan/plugin_tables.h"
 #include "host/recipe/source_location.h"
@@ -37,12 +39,15 @@ ResultTree run_executor(const std::string& executor, const Recipe& recipe, const
                           location_of(recipe.file, table ? table : recipe.executor_table) + ": executor '" + executor + "'");
   ResultTree results;
   describe_plan(results, recipe, composed, hardware);
-  pp_result_sink_v1 sink = results.sink();
+  results.reserve_section("plan");  // the host's description of the plan
+  results.reserve_section("warnings");
+  pp_result_sink_v1 sink = results.sink("executor '" + executor + "'");
   pp_plan_view_v1 view = composed.plan->view();
   pp_hardware_binding_v1 binding = hardware.binding();
   instance.invoke([&](pp_error* error) {
     return plugin.metadata->executor->run(instance.handle(), &view, &binding, &sink, error);
   });
+  for (const std::string& warning : results.warnings()) spdlog::warn("{}", warning);
   // Every strategy of the plan gets the per-strategy keys the executor reports, 0 when it moved
   // nothing (a degree of 1, or sequence parallelism whose collectives belong to tp), so tools can
   // rely on them. A family the executor does not report stays absent: a 0 there would be a claim.

@@ -1,6 +1,7 @@
 #include "host/plan/plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "host/core/errors.h"
@@ -8,13 +9,12 @@
 namespace paraplan::host {
 namespace {
 
-// Copies a plugin-supplied struct that may be older (shorter) than ours: unknown trailing fields
-// keep `fallback`'s values. A struct claiming to be smaller than its first field is refused.
+// Copies a plugin-supplied struct: at least as large as in ABI 1.0 (where each of these began),
+// with whatever a later struct holds beyond ours ignored. Returns false when it is too small.
 template <typename Struct>
-bool copy_versioned(const Struct* source, Struct& target, const Struct& fallback) {
-  if (!source || source->struct_size < sizeof(uint32_t)) return false;
-  target = fallback;
-  std::memcpy(&target, source, std::min<size_t>(source->struct_size, sizeof(Struct)));
+bool copy_versioned(const Struct* source, Struct& target) {
+  if (!source || source->struct_size < sizeof(Struct)) return false;
+  std::memcpy(&target, source, sizeof(Struct));
   target.struct_size = sizeof(Struct);
   return true;
 }
@@ -24,25 +24,52 @@ bool terminated(const char (&field)[N]) {
   return std::memchr(field, '\0', N) != nullptr;
 }
 
-bool valid_op(const pp_op& op, size_t axis_count) {
-  if (!terminated(op.name) || !terminated(op.owner) || op.repeat == 0) return false;
-  if (op.kind < PP_OP_GEMM || op.kind > PP_OP_HOST_TRANSFER) return false;
-  if (op.phase < PP_PHASE_FORWARD || op.phase > PP_PHASE_RECOMPUTE) return false;
-  if (op.scope < PP_SCOPE_EMBEDDING || op.scope > PP_SCOPE_STEP) return false;
-  bool communicates = op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV;
+bool finite_non_negative(double value) { return std::isfinite(value) && value >= 0; }
+
+// Why `op` cannot join the plan ("" when it can): every enum in range, every number finite and
+// not negative, names terminated, communication on an existing axis.
+std::string op_problem(const pp_op& op, size_t axis_count) {
+  if (!terminated(op.name) || !terminated(op.owner)) return "its name or owner is not NUL-terminated";
+  const std::string which = "op '" + std::string(op.name) + "'";
+  auto out_of = [&](const char* field, long long value, const char* range) {
+    return which + " has " + field + " " + std::to_string(value) + ", not " + range;
+  };
+  if (op.name[0] == '\0') return "an op has an empty name";
+  if (op.kind < PP_OP_GEMM || op.kind > PP_OP_HOST_TRANSFER) return out_of("kind", op.kind, "1-6");
+  if (op.phase < PP_PHASE_FORWARD || op.phase > PP_PHASE_RECOMPUTE) return out_of("phase", op.phase, "1-4");
+  if (op.scope < PP_SCOPE_EMBEDDING || op.scope > PP_SCOPE_STEP) return out_of("scope", op.scope, "1-4");
+  if (op.frequency != PP_PER_MICRO_BATCH && op.frequency != PP_PER_STEP) return out_of("frequency", op.frequency, "1-2");
+  if (op.dtype < 0 || op.dtype >= PP_DTYPE_COUNT) return out_of("dtype", op.dtype, "0-4");
+  if (op.collective < PP_COLLECTIVE_NONE || op.collective > PP_COLLECTIVE_BROADCAST)
+    return out_of("collective", op.collective, "0-5");
+  if (op.kind == PP_OP_COLLECTIVE && op.collective == PP_COLLECTIVE_NONE) return which + " is a collective of kind NONE";
+  if (op.overlap != PP_OVERLAP_NONE && op.overlap != PP_OVERLAP_COMPUTE) return out_of("overlap", op.overlap, "0-1");
+  if (op.repeat == 0 || op.repeat > kMaxRepeat) return out_of("repeat", op.repeat, "1-1000000");
+  const std::pair<const char*, double> numbers[] = {{"m", op.m}, {"n", op.n}, {"k", op.k}, {"count", op.count},
+                                                    {"flops", op.flops}, {"bytes", op.bytes}};
+  for (const auto& [field, value] : numbers)
+    if (!finite_non_negative(value))
+      return which + " has " + field + " = " + std::to_string(value) + ", not a finite number >= 0";
+  const bool communicates = op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV;
   // An op may name an axis that a later strategy has not created yet only by index; require it now.
-  if (communicates && (op.axis < 0 || static_cast<size_t>(op.axis) >= axis_count)) return false;
-  return op.flops >= 0 && op.bytes >= 0;
+  if (communicates && (op.axis < 0 || static_cast<size_t>(op.axis) >= axis_count))
+    return which + " communicates over axis " + std::to_string(op.axis) + ", but the plan has " +
+           std::to_string(axis_count) + " axes";
+  return "";
 }
 
-pp_op default_op() {
-  pp_op op{};
-  op.struct_size = sizeof(pp_op);
-  op.frequency = PP_PER_MICRO_BATCH;
-  op.axis = -1;
-  op.repeat = 1;
-  return op;
+std::string memory_problem(const pp_memory_item& item) {
+  if (!terminated(item.name) || !terminated(item.owner)) return "a memory item's name or owner is not NUL-terminated";
+  const std::string which = "memory item '" + std::string(item.name) + "'";
+  if (item.name[0] == '\0') return "a memory item has an empty name";
+  if (item.kind < PP_MEMORY_PARAMETERS || item.kind > PP_MEMORY_OTHER)
+    return which + " has kind " + std::to_string(item.kind) + ", not 1-5";
+  if (item.scope < PP_SCOPE_EMBEDDING || item.scope > PP_SCOPE_STEP)
+    return which + " has scope " + std::to_string(item.scope) + ", not 1-4";
+  if (!finite_non_negative(item.bytes)) return which + " has bytes = " + std::to_string(item.bytes) + ", not a finite number >= 0";
+  return "";
 }
+
 
 }  // namespace
 
@@ -111,11 +138,29 @@ void Plan::get_view(void* plan, pp_plan_view_v1* out) {
 }
 
 int32_t Plan::add_axis(void* plan, const char* name, int64_t degree, const char* parent, const char* owner) {
-  Plan& target = self(plan);
-  if (!name || !*name || std::strlen(name) >= PP_AXIS_NAME_CAPACITY || degree < 1) return -1;
-  if (parent && std::strlen(parent) >= PP_AXIS_NAME_CAPACITY) return -1;
+  try {
+    return self(plan).add_axis_checked(name, degree, parent, owner);
+  } catch (...) {
+    return -1;
+  }
+}
+
+int32_t Plan::add_axis_checked(const char* name, int64_t degree, const char* parent, const char* owner) {
+  Plan& target = *this;
+  auto refused = [&](const std::string& problem) {
+    target.refuse("add_axis: " + problem);
+    return -1;
+  };
+  if (!name || strnlen(name, PP_AXIS_NAME_CAPACITY) == 0 || strnlen(name, PP_AXIS_NAME_CAPACITY) >= PP_AXIS_NAME_CAPACITY)
+    return refused("an axis name must have 1-" + std::to_string(PP_AXIS_NAME_CAPACITY - 1) + " characters");
+  if (degree < 1 || degree > target.cluster_.num_gpus)
+    return refused("axis '" + std::string(name) + "' has degree " + std::to_string(degree) + ", not 1-" +
+                   std::to_string(target.cluster_.num_gpus) + " (the GPU count)");
+  if (parent && strnlen(parent, PP_AXIS_NAME_CAPACITY) >= PP_AXIS_NAME_CAPACITY) return refused("a parent name is too long");
+  if (owner && strnlen(owner, PP_OWNER_CAPACITY) >= PP_OWNER_CAPACITY) return refused("an owner name is too long");
+  if (target.state_.axes.size() >= 64) return refused("the plan already has 64 axes");
   for (const pp_mesh_axis& axis : target.state_.axes)
-    if (std::strcmp(axis.name, name) == 0) return -1;
+    if (std::strcmp(axis.name, name) == 0) return refused("axis '" + std::string(name) + "' exists already");
   pp_mesh_axis axis{};
   axis.struct_size = sizeof(axis);
   std::strncpy(axis.name, name, PP_AXIS_NAME_CAPACITY - 1);
@@ -127,91 +172,144 @@ int32_t Plan::add_axis(void* plan, const char* name, int64_t degree, const char*
   return static_cast<int32_t>(target.state_.axes.size() - 1);
 }
 
+pp_status Plan::refuse(const std::string& problem) {
+  if (refusal_.empty()) refusal_ = problem;
+  return PP_ERROR_INVALID_ARGUMENT;
+}
+
+// Every callback a plugin calls: no exception may unwind into the plugin's frames.
+template <typename Body>
+pp_status Plan::guarded(void* plan, Body&& body) noexcept {
+  try {
+    return body(self(plan));
+  } catch (...) {
+    try {
+      return self(plan).refuse("the host ran out of memory for the plan");
+    } catch (...) {
+      return PP_ERROR_INTERNAL;
+    }
+  }
+}
+
 pp_status Plan::set_op(void* plan, uint32_t index, const pp_op* op) {
-  Plan& target = self(plan);
-  if (index >= target.state_.ops.size()) return PP_ERROR_INVALID_ARGUMENT;
-  pp_op copy;
-  if (!copy_versioned(op, copy, target.state_.ops[index]) || !valid_op(copy, target.state_.axes.size()))
-    return PP_ERROR_INVALID_ARGUMENT;
-  target.state_.ops[index] = copy;
-  return PP_OK;
+  return guarded(plan, [&](Plan& target) {
+    if (index >= target.state_.ops.size()) return target.refuse("set_op: no op " + std::to_string(index));
+    pp_op copy;
+    if (!copy_versioned(op, copy)) return target.refuse("set_op: an op smaller than ABI 1.0's pp_op (or NULL)");
+    if (std::string problem = op_problem(copy, target.state_.axes.size()); !problem.empty())
+      return target.refuse("set_op: " + problem);
+    target.state_.ops[index] = copy;
+    return PP_OK;
+  });
 }
 
 pp_status Plan::insert_op(void* plan, uint32_t index, const pp_op* op) {
-  Plan& target = self(plan);
-  if (index > target.state_.ops.size()) return PP_ERROR_INVALID_ARGUMENT;
-  pp_op copy;
-  if (!copy_versioned(op, copy, default_op()) || !valid_op(copy, target.state_.axes.size())) return PP_ERROR_INVALID_ARGUMENT;
-  target.state_.ops.insert(target.state_.ops.begin() + index, copy);
-  return PP_OK;
+  return guarded(plan, [&](Plan& target) {
+    if (index > target.state_.ops.size()) return target.refuse("insert_op: index " + std::to_string(index) + " is past the end");
+    if (target.state_.ops.size() >= kMaxOps) return target.refuse("insert_op: the plan already has " + std::to_string(kMaxOps) + " ops");
+    pp_op copy;
+    if (!copy_versioned(op, copy)) return target.refuse("insert_op: an op smaller than ABI 1.0's pp_op (or NULL)");
+    if (std::string problem = op_problem(copy, target.state_.axes.size()); !problem.empty())
+      return target.refuse("insert_op: " + problem);
+    target.state_.ops.insert(target.state_.ops.begin() + index, copy);
+    return PP_OK;
+  });
 }
 
 pp_status Plan::remove_op(void* plan, uint32_t index) {
-  Plan& target = self(plan);
-  if (index >= target.state_.ops.size()) return PP_ERROR_INVALID_ARGUMENT;
-  target.state_.ops.erase(target.state_.ops.begin() + index);
-  return PP_OK;
+  return guarded(plan, [&](Plan& target) {
+    if (index >= target.state_.ops.size()) return target.refuse("remove_op: no op " + std::to_string(index));
+    target.state_.ops.erase(target.state_.ops.begin() + index);
+    return PP_OK;
+  });
 }
 
 pp_status Plan::set_memory(void* plan, uint32_t index, const pp_memory_item* item) {
-  Plan& target = self(plan);
-  if (index >= target.state_.memory.size()) return PP_ERROR_INVALID_ARGUMENT;
-  pp_memory_item copy;
-  if (!copy_versioned(item, copy, target.state_.memory[index]) || !terminated(copy.name) || copy.bytes < 0)
-    return PP_ERROR_INVALID_ARGUMENT;
-  target.state_.memory[index] = copy;
-  return PP_OK;
+  return guarded(plan, [&](Plan& target) {
+    if (index >= target.state_.memory.size()) return target.refuse("set_memory: no memory item " + std::to_string(index));
+    pp_memory_item copy;
+    if (!copy_versioned(item, copy)) return target.refuse("set_memory: an item smaller than ABI 1.0's (or NULL)");
+    if (std::string problem = memory_problem(copy); !problem.empty()) return target.refuse("set_memory: " + problem);
+    target.state_.memory[index] = copy;
+    return PP_OK;
+  });
 }
 
 pp_status Plan::add_memory(void* plan, const pp_memory_item* item) {
-  Plan& target = self(plan);
-  pp_memory_item copy;
-  pp_memory_item fallback{};
-  fallback.struct_size = sizeof(fallback);
-  if (!copy_versioned(item, copy, fallback) || !terminated(copy.name) || !terminated(copy.owner) || copy.bytes < 0)
-    return PP_ERROR_INVALID_ARGUMENT;
-  target.state_.memory.push_back(copy);
-  return PP_OK;
+  return guarded(plan, [&](Plan& target) {
+    if (target.state_.memory.size() >= kMaxOps)
+      return target.refuse("add_memory: the plan already has " + std::to_string(kMaxOps) + " memory items");
+    pp_memory_item copy;
+    if (!copy_versioned(item, copy)) return target.refuse("add_memory: an item smaller than ABI 1.0's (or NULL)");
+    if (std::string problem = memory_problem(copy); !problem.empty()) return target.refuse("add_memory: " + problem);
+    target.state_.memory.push_back(copy);
+    return PP_OK;
+  });
 }
 
 pp_status Plan::set_pipeline(void* plan, const pp_pipeline* pipeline, const pp_stage* stages, uint32_t count) {
-  Plan& target = self(plan);
-  pp_pipeline copy;
-  if (!copy_versioned(pipeline, copy, target.state_.pipeline)) return PP_ERROR_INVALID_ARGUMENT;
-  if (copy.stages < 1 || copy.virtual_stages < 1 || copy.micro_batches < 1 || count != copy.stages || !stages)
-    return PP_ERROR_INVALID_ARGUMENT;
-  std::vector<pp_stage> layout;
-  int64_t layers = 0;
-  for (uint32_t i = 0; i < count; ++i) {
-    pp_stage stage;
-    if (!copy_versioned(&stages[i], stage, pp_stage{sizeof(pp_stage), 0, 0, 0, 0.0}) || stage.layers < 0 ||
-        stage.in_flight_micro_batches < 0)
-      return PP_ERROR_INVALID_ARGUMENT;
-    layers += stage.layers;
-    layout.push_back(stage);
-  }
-  if (layers != target.model_.layers) return PP_ERROR_INVALID_ARGUMENT;  // every layer placed exactly once
-  target.state_.pipeline = copy;
-  target.state_.stages = std::move(layout);
-  return PP_OK;
+  return guarded(plan, [&](Plan& target) {
+    pp_pipeline copy;
+    if (!copy_versioned(pipeline, copy)) return target.refuse("set_pipeline: a pipeline smaller than ABI 1.0's (or NULL)");
+    if (copy.schedule < PP_SCHEDULE_NONE || copy.schedule > PP_SCHEDULE_ZERO_BUBBLE)
+      return target.refuse("set_pipeline: schedule " + std::to_string(copy.schedule) + ", not 0-4");
+    if (copy.stages < 1 || copy.stages > target.cluster_.num_gpus || copy.virtual_stages < 1 ||
+        copy.virtual_stages > std::max<int64_t>(1, target.model_.layers) || copy.micro_batches < 1 ||
+        copy.micro_batches > kMaxMicroBatches)
+      return target.refuse("set_pipeline: " + std::to_string(copy.stages) + " stages of " +
+                           std::to_string(copy.virtual_stages) + " chunks over " + std::to_string(copy.micro_batches) +
+                           " micro-batches is out of range (stages 1-GPUs, chunks 1-layers, micro-batches >= 1)");
+    if (!finite_non_negative(copy.bubble_fraction) || !finite_non_negative(copy.in_flight_micro_batches))
+      return target.refuse("set_pipeline: the bubble fraction and micro-batches in flight must be finite numbers >= 0");
+    if (count != copy.stages || !stages)
+      return target.refuse("set_pipeline: " + std::to_string(count) + " stage entries for " + std::to_string(copy.stages) + " stages");
+    std::vector<pp_stage> layout;
+    int64_t layers = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      pp_stage stage;
+      if (!copy_versioned(&stages[i], stage)) return target.refuse("set_pipeline: a stage smaller than ABI 1.0's");
+      if (stage.layers < 0 || stage.layers > target.model_.layers || !finite_non_negative(stage.in_flight_micro_batches) ||
+          (stage.has_embedding != 0 && stage.has_embedding != 1) || (stage.has_head != 0 && stage.has_head != 1))
+        return target.refuse("set_pipeline: stage " + std::to_string(i) + " is malformed (layers " +
+                             std::to_string(stage.layers) + ", flags 0/1, micro-batches in flight finite and >= 0)");
+      layers += stage.layers;  // each term is at most the model's layers: no overflow
+      layout.push_back(stage);
+    }
+    if (layers != target.model_.layers)  // every layer placed exactly once
+      return target.refuse("set_pipeline: the stages hold " + std::to_string(layers) + " layers, the model has " +
+                           std::to_string(target.model_.layers));
+    target.state_.pipeline = copy;
+    target.state_.stages = std::move(layout);
+    return PP_OK;
+  });
 }
 
 pp_status Plan::set_schedule(void* plan, const pp_schedule_step* steps, uint64_t count) {
-  Plan& target = self(plan);
-  if (count > 0 && !steps) return PP_ERROR_INVALID_ARGUMENT;
-  std::vector<pp_schedule_step> copy;
-  copy.reserve(count);
-  for (uint64_t i = 0; i < count; ++i) {
-    pp_schedule_step step;
-    if (!copy_versioned(&steps[i], step, pp_schedule_step{sizeof(pp_schedule_step), 0, 0, 0, PP_PHASE_FORWARD}))
-      return PP_ERROR_INVALID_ARGUMENT;
-    if (step.stage < 0 || step.stage >= target.state_.pipeline.stages) return PP_ERROR_INVALID_ARGUMENT;
-    if (step.phase < PP_PHASE_FORWARD || step.phase > PP_PHASE_WEIGHT_GRADIENT || step.micro_batch < 0 || step.chunk < 0)
-      return PP_ERROR_INVALID_ARGUMENT;
-    copy.push_back(step);
-  }
-  target.state_.steps = std::move(copy);
-  return PP_OK;
+  return guarded(plan, [&](Plan& target) {
+    if (count > 0 && !steps) return target.refuse("set_schedule: steps without an array");
+    const pp_pipeline& pipeline = target.state_.pipeline;
+    // A step per micro-batch, chunk and pass (forward, backward, weight gradient) per stage at most.
+    const double most = 3.0 * static_cast<double>(pipeline.stages) * static_cast<double>(pipeline.virtual_stages) *
+                        static_cast<double>(pipeline.micro_batches);
+    if (static_cast<double>(count) > most)
+      return target.refuse("set_schedule: " + std::to_string(count) + " steps, more than 3 per micro-batch, chunk and stage");
+    std::vector<pp_schedule_step> copy;
+    copy.reserve(count);
+    for (uint64_t i = 0; i < count; ++i) {
+      pp_schedule_step step;
+      if (!copy_versioned(&steps[i], step)) return target.refuse("set_schedule: a step smaller than ABI 1.0's");
+      if (step.stage < 0 || step.stage >= pipeline.stages || step.micro_batch < 0 ||
+          step.micro_batch >= pipeline.micro_batches || step.chunk < 0 || step.chunk >= pipeline.virtual_stages ||
+          step.phase < PP_PHASE_FORWARD || step.phase > PP_PHASE_WEIGHT_GRADIENT || step.phase == PP_PHASE_STEP ||
+          step.phase == PP_PHASE_RECOMPUTE)
+        return target.refuse("set_schedule: step " + std::to_string(i) + " (stage " + std::to_string(step.stage) +
+                             ", micro-batch " + std::to_string(step.micro_batch) + ", chunk " + std::to_string(step.chunk) +
+                             ", phase " + std::to_string(step.phase) + ") is out of the pipeline's range");
+      copy.push_back(step);
+    }
+    target.state_.steps = std::move(copy);
+    return PP_OK;
+  });
 }
 
 void Plan::lay_out_mesh(const std::vector<std::string>& mesh_order) {

@@ -2,7 +2,11 @@
 //
 // Plan stores what pp_plan_view_v1 shows (see sdk/include/paraplan/plan.h) and implements the
 // pp_plan_api_v1 editing services strategies call. It checks every edit (indices, struct sizes,
-// names) so a misbehaving plugin gets an error status instead of corrupting host memory.
+// names, every enum in range, every number finite and not negative, degrees within the GPU
+// count, layer sums) so a misbehaving plugin gets an error status instead of corrupting host
+// memory or an executor's arithmetic, and no exception ever unwinds into the plugin. The first
+// refusal is kept (refusal()): the host fails the strategy with it, even when the plugin ignores
+// the status.
 //
 //   Plan plan(model, training, cluster, /*data_parallel_size=*/8);
 //   const pp_plan_api_v1& api = plan.api();   // hand to strategy->apply()
@@ -17,6 +21,11 @@
 #include "paraplan/plan.h"
 
 namespace paraplan::host {
+
+// Bounds on what strategies may build (far above any real plan).
+inline constexpr uint32_t kMaxRepeat = 1000000;      // pp_op.repeat
+inline constexpr size_t kMaxOps = 1u << 20;          // ops, and memory items
+inline constexpr int64_t kMaxMicroBatches = 1 << 24;  // per step and data-parallel rank
 
 class Plan {
  public:
@@ -48,6 +57,10 @@ class Plan {
   // Starts over with other training settings: no ops, no memory, no axes, one stage.
   void reset(const pp_training& training, int64_t data_parallel_size);
 
+  // The first edit refused since clear_refusal() ("" when none), saying why.
+  const std::string& refusal() const { return refusal_; }
+  void clear_refusal() { refusal_.clear(); }
+
   // The workload builder fills these directly; everyone else edits through api().
   std::vector<pp_op>& ops() { return state_.ops; }
   std::vector<pp_memory_item>& memory() { return state_.memory; }
@@ -63,6 +76,10 @@ class Plan {
 
  private:
   static Plan& self(void* plan) { return *static_cast<Plan*>(plan); }
+  pp_status refuse(const std::string& problem);
+  template <typename Body>
+  static pp_status guarded(void* plan, Body&& body) noexcept;
+  int32_t add_axis_checked(const char* name, int64_t degree, const char* parent, const char* owner);
   static void get_view(void* plan, pp_plan_view_v1* out);
   static int32_t add_axis(void* plan, const char* name, int64_t degree, const char* parent, const char* owner);
   static pp_status set_op(void* plan, uint32_t index, const pp_op* op);
@@ -79,6 +96,7 @@ class Plan {
   pp_cluster cluster_;
   int64_t data_parallel_size_;
   State state_;  // what pp_plan_api_v1 edits
+  std::string refusal_;
   pp_plan_api_v1 api_{};
 };
 

@@ -14,8 +14,7 @@ const toml::table* checked_plugin_tables(const Recipe& recipe, const toml::table
                                          const PluginCatalog& catalog, pp_plugin_kind kind, const std::string& noun,
                                          const std::string& wanted) {
   if (!section) return nullptr;
-  std::vector<std::string> names;
-  for (const LoadedPlugin* plugin : catalog.of_kind(kind)) names.push_back(plugin->name());
+  const std::vector<std::string> names = catalog.names_of_kind(kind);
   for (const auto& [key, node] : *section) {
     const std::string name(key.str());
     const std::string path = section_name + "." + name;

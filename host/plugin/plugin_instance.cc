@@ -1,14 +1,23 @@
 #include "host/plugin/plugin_instance.h"
 
 #include "host/core/errors.h"
+#include "host/core/text_sanitizer.h"
 
 namespace paraplan::host {
 
 void throw_plugin_failure(pp_status status, const char* message, const std::string& context) {
-  std::string text = message && *message ? message : "failed without a message";
+  const std::string bounded = bounded_string(message, sizeof(ErrorBuffer::text));
+  std::string text = bounded.empty() ? "failed without a message" : one_line(bounded);
+  if (status < PP_ERROR_INVALID_ARGUMENT || status > PP_ERROR_INTERNAL)
+    text += " (and returned the unknown status " + std::to_string(static_cast<int>(status)) + ")";
   std::string full = context + ": " + text;
   if (status == PP_ERROR_CONSTRAINT || status == PP_ERROR_UNSUPPORTED) throw PlanError(full);
   throw InputError(full);
+}
+
+void throw_escaped_exception(const std::string& context) {
+  throw InputError(context + ": the plugin let a C++ exception escape through the C ABI (a plugin must return a "
+                             "status; paraplan/sdk.hpp does that for you)");
 }
 
 PluginInstance::PluginInstance(const LoadedPlugin& plugin, ParamValues params, std::string context)
@@ -28,7 +37,10 @@ PluginInstance::~PluginInstance() {
                  : metadata.kind == PP_KIND_HARDWARE ? metadata.hardware->destroy
                  : metadata.kind == PP_KIND_EXPORTER ? metadata.exporter->destroy
                                                      : metadata.executor->destroy;
-  destroy(handle_);
+  try {
+    destroy(handle_);
+  } catch (...) {  // a destructor must not throw; the plugin's failure here changes no result
+  }
 }
 
 }  // namespace paraplan::host

@@ -8,14 +8,17 @@
 
 #include <string>
 
+#include "host/core/errors.h"
 #include "host/plugin/plugin_library.h"
 #include "host/recipe/param_values.h"
 #include "paraplan/plugin.h"
 
 namespace paraplan::host {
 
-// Turns a plugin status into the matching host error; `context` says who and where.
-void throw_plugin_failure(pp_status status, const char* message, const std::string& context);
+// Turns a plugin status into the matching host error; `context` says who and where. The
+// message is the plugin's, made one line of valid UTF-8.
+[[noreturn]] void throw_plugin_failure(pp_status status, const char* message, const std::string& context);
+[[noreturn]] void throw_escaped_exception(const std::string& context);
 
 // A fixed-size, NUL-initialised buffer the plugin writes its error message into.
 struct ErrorBuffer {
@@ -36,11 +39,20 @@ class PluginInstance {
   const ParamValues& params() const { return params_; }
   const std::string& context() const { return context_; }  // "recipe.toml:12:1: strategy[0] 'tp'"
 
-  // Calls `call(error)`; on failure throws with this instance's context.
+  // Calls `call(error)`; on failure throws with this instance's context. A C++ exception that
+  // escapes the plugin through the C ABI (only a plugin not written with sdk.hpp lets one out)
+  // is reported as the plugin's failure, not as the host's.
   template <typename Call>
   void invoke(Call&& call) const {
     ErrorBuffer buffer;
-    pp_status status = call(&buffer.error);
+    pp_status status = PP_OK;
+    try {
+      status = call(&buffer.error);
+    } catch (const HostError&) {
+      throw;  // the host's own, from a callback of its own that the plugin passed through
+    } catch (...) {
+      throw_escaped_exception(context_);
+    }
     if (status != PP_OK) throw_plugin_failure(status, buffer.text, context_);
   }
 

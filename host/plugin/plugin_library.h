@@ -6,9 +6,13 @@
 //     paraplan_entry_v2, is refused here, before any of its code runs);
 //  3. it loads (dlopen, all symbols resolved now) and the entry point returns metadata;
 //  4. metadata.abi_major == PP_ABI_MAJOR and metadata.abi_minor <= PP_ABI_MINOR;
-//  5. the metadata is well-formed: a name, a known kind and that kind's function table.
+//  5. the metadata and the kind's function table are at least as large as in the plugin's own
+//     minor (host/plugin/abi_history.h), so a plugin built against any released 1.x loads;
+//  6. the metadata is well-formed: a valid name, bounded strings, a known kind (the exporter kind
+//     from 1.3 on) with its functions, and a schema within bounds.
 // Any failure throws PluginLoadError whose message names the file and, for version mismatches,
-// both versions.
+// both versions. This runs the file's code: the catalog first runs it in a child process
+// (plugin_probe.h), so a plugin that crashes here takes only the child down.
 #pragma once
 
 #include <boost/dll/shared_library.hpp>
@@ -36,7 +40,18 @@ struct LoadedPlugin {
 
   std::string name() const { return metadata->name; }
   pp_plugin_kind kind() const { return metadata->kind; }
+  uint32_t abi_minor() const { return metadata->abi_minor; }
 };
+
+// Bounds on what a plugin's metadata may hold.
+inline constexpr size_t kMaxPluginNameLength = 63;   // [a-z0-9][a-z0-9._-]*
+inline constexpr size_t kMaxVersionLength = 32;
+inline constexpr size_t kMaxDescriptionLength = 4096;
+inline constexpr uint32_t kMaxParams = 256;
+
+// Whether `name` may name a plugin, a parameter or an enum value: lowercase ASCII letters,
+// digits, '.', '_' and '-', starting with a letter or digit, at most kMaxPluginNameLength long.
+bool valid_plugin_name(std::string_view name);
 
 LoadedPlugin load_plugin_library(const std::filesystem::path& file);
 

@@ -2,9 +2,13 @@
 //
 //   1. every --plugin-path given on the command line, in order;
 //   2. PARAPLAN_PLUGIN_PATH, colon-separated;
-//   3. <directory of the executable>/../lib/paraplan/plugins (the build tree mirrors this).
-// The current directory is never searched implicitly: running paraplan inside a directory of
-// untrusted files must not execute them.
+//   3. <directory of the executable>/../lib/paraplan/plugins: the bundled plugins (the build tree
+//      mirrors this).
+// The current directory is never searched: every entry must be an absolute path. A relative
+// --plugin-path is a usage error; a relative or empty PARAPLAN_PLUGIN_PATH entry (which shells
+// read as the current directory) is skipped with a warning. A name found in two places is
+// resolved by origin (plugin_catalog.h): the command line may replace a bundled plugin, the
+// environment may not.
 #pragma once
 
 #include <filesystem>
@@ -13,9 +17,22 @@
 
 namespace paraplan::host {
 
-std::vector<std::filesystem::path> plugin_search_path(const std::vector<std::string>& command_line_paths,
-                                                      const char* environment_value,
-                                                      const std::filesystem::path& executable);
+enum class PluginOrigin {
+  kCommandLine,  // --plugin-path: asked for by name of directory, so it may replace a bundled plugin
+  kEnvironment,  // PARAPLAN_PLUGIN_PATH: adds plugins, never replaces a bundled one
+  kBundled       // installed with paraplan
+};
+
+const char* origin_name(PluginOrigin origin);
+
+struct PluginDirectory {
+  std::filesystem::path path;
+  PluginOrigin origin = PluginOrigin::kCommandLine;
+};
+
+std::vector<PluginDirectory> plugin_search_path(const std::vector<std::string>& command_line_paths,
+                                                const char* environment_value,
+                                                const std::filesystem::path& executable);
 
 // The running executable (/proc/self/exe), for the default plugin and model directories.
 std::filesystem::path current_executable();

@@ -14,6 +14,8 @@
 #include "host/plan/hardware_binding.h"
 #include "host/plan/workload_builder.h"
 #include "host/plugin/plugin_instance.h"
+#include "host/plan/strategy_application.h"
+#include "host/plugin/abi_history.h"
 
 namespace paraplan::host {
 namespace {
@@ -162,6 +164,7 @@ struct FiguresSink {
     return pp_result_sink_v1{sizeof(pp_result_sink_v1), this,
                              [](void* self, const char* key, double value) {
                                pp_plan_figures& out = static_cast<FiguresSink*>(self)->figures;
+                               if (!key) return;
                                std::string_view name(key);
                                if (name == "time.step_s") out.step_s = value;
                                if (name == "memory.per_gpu_bytes") out.memory_per_gpu_bytes = value;
@@ -195,8 +198,8 @@ class Worker {
     ParamValues params = ParamValues::bind(*plugin.metadata, executor_table(), "executor." + settings.executor, recipe.file);
     executor_ = std::make_unique<PluginInstance>(plugin, std::move(params), "executor '" + settings.executor + "'");
     const pp_executor_v1& functions = *plugin.metadata->executor;
-    evaluate_ = functions.struct_size >= offsetof(pp_executor_v1, evaluate) + sizeof(functions.evaluate) ? functions.evaluate
-                                                                                                         : nullptr;
+    evaluate_ = holds_fields_of(plugin.abi_minor(), functions.struct_size, 1, &AbiMinorSizes::executor) ? functions.evaluate
+                                                                                                       : nullptr;
     wants_schedule_ = functions.flags & PP_EXECUTOR_WALKS_SCHEDULE;
   }
 
@@ -272,12 +275,7 @@ class Worker {
     const pp_strategy_v1& functions = *strategy.metadata().strategy;
     if (functions.validate)
       strategy.invoke([&](pp_error* error) { return functions.validate(strategy.handle(), &context, error); });
-    strategy.invoke([&](pp_error* error) { return functions.apply(strategy.handle(), &context, &plan.api(), error); });
-    if (degree > 1 && std::none_of(plan.axes().begin(), plan.axes().end(), [&](const pp_mesh_axis& axis) {
-          return strategy.plugin().name() == axis.owner;
-        }))
-      throw PlanError(strategy.context() + ": has degree " + std::to_string(degree) +
-                      " but the plugin created no mesh axis for it");
+    apply_strategy(strategy, context, plan);
   }
 
   // The unsharded workload depends only on the micro-batch and recompute mode: built once each.
@@ -341,6 +339,7 @@ class Worker {
     }
     figures_.resize(count);
     run_executor(view, strides_.data(), count, figures_.data());
+    for (const pp_plan_figures& figures : figures_) check_figures(figures);
     uint32_t winner = 0;
     for (uint32_t i = 1; i < count; ++i)
       if (figures_[i].step_s < figures_[winner].step_s) winner = i;
@@ -349,6 +348,18 @@ class Worker {
     keep(figures_[winner], winner, count);
     ++ordinal_;
     ++plans_done;
+  }
+
+  // A plan is ranked by these: an executor that reports a step that is not a positive finite time,
+  // or memory that is not a finite amount, has a bug the ranking must not hide.
+  void check_figures(const pp_plan_figures& figures) const {
+    const bool valid = std::isfinite(figures.step_s) && figures.step_s > 0 && std::isfinite(figures.memory_per_gpu_bytes) &&
+                       figures.memory_per_gpu_bytes >= 0 && std::isfinite(figures.tokens_per_s_per_gpu) &&
+                       std::isfinite(figures.mfu);
+    if (!valid)
+      throw InputError(executor_->context() + ": reported a step of " + std::to_string(figures.step_s) + " s and " +
+                       std::to_string(figures.memory_per_gpu_bytes) +
+                       " bytes per GPU for a plan; search figures must be finite, the step time positive");
   }
 
   void run_executor(const pp_plan_view_v1& view, const int64_t* strides, uint32_t count, pp_plan_figures* out) {

@@ -7,6 +7,8 @@
 #include "host/core/errors.h"
 #include "host/recipe/param_values.h"
 #include "host/recipe/source_location.h"
+#include "host/core/text_sanitizer.h"
+#include "host/plugin/abi_history.h"
 
 namespace paraplan::host {
 namespace {
@@ -66,11 +68,16 @@ struct Case {
 std::vector<Case> plugin_cases(const LoadedPlugin& plugin) {
   const pp_strategy_v1& table = *plugin.metadata->strategy;
   std::vector<Case> cases;
-  if (table.struct_size < offsetof(pp_strategy_v1, search_case_count) + sizeof(uint32_t) || !table.search_cases)
+  if (!holds_fields_of(plugin.abi_minor(), table.struct_size, 1, &AbiMinorSizes::strategy) || !table.search_cases)
     return cases;
+  if (table.search_case_count > kMaxParams)
+    throw InputError(plugin.file.string() + ": plugin '" + plugin.name() + "' declares " +
+                     std::to_string(table.search_case_count) + " search cases; at most " + std::to_string(kMaxParams) +
+                     " are accepted");
   for (uint32_t i = 0; i < table.search_case_count; ++i) {
     const pp_search_case& source = table.search_cases[i];
-    if (source.struct_size != sizeof(pp_search_case) || (source.choice_count > 0 && !source.choices))
+    if (source.struct_size != sizeof(pp_search_case) || (source.choice_count > 0 && !source.choices) ||
+        source.choice_count > kMaxParams)
       throw InputError(plugin.file.string() + ": plugin '" + plugin.name() + "' declares a malformed search case " +
                        std::to_string(i + 1));
     Case region;
@@ -78,7 +85,8 @@ std::vector<Case> plugin_cases(const LoadedPlugin& plugin) {
     region.max_degree = std::max<int64_t>(0, source.max_degree);
     for (uint32_t j = 0; j < source.choice_count && source.choices; ++j) {
       const pp_search_choice& choice = source.choices[j];
-      if (choice.struct_size != sizeof(pp_search_choice) || (choice.value_count > 0 && !choice.values))
+      if (choice.struct_size != sizeof(pp_search_choice) || (choice.value_count > 0 && !choice.values) ||
+          choice.value_count > kMaxParams)
         throw InputError(plugin.file.string() + ": plugin '" + plugin.name() + "' declares a malformed search choice in case " +
                          std::to_string(i + 1));
       const pp_param_spec* spec = choice.param ? find_spec(*plugin.metadata, choice.param) : nullptr;
@@ -87,7 +95,8 @@ std::vector<Case> plugin_cases(const LoadedPlugin& plugin) {
                          (choice.param ? choice.param : "(null)") + "', which is not one of its parameters");
       Choice values{spec->name, {}, {}};
       for (uint32_t k = 0; k < choice.value_count && choice.values; ++k) {
-        values.owned.push_back(value_from_text(plugin, *spec, choice.values[k] ? choice.values[k] : ""));
+        values.owned.push_back(
+            value_from_text(plugin, *spec, bounded_string(choice.values[k], kMaxDescriptionLength).c_str()));
         values.values.push_back(values.owned.back().get());
       }
       if (!values.values.empty()) region.choices.push_back(std::move(values));

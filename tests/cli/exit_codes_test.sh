@@ -8,6 +8,10 @@ data=$tests/data
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 failures=0 passed=0
+# This host's ABI ("1.5") and the versions the broken test plugins claim relative to it.
+host_abi=$("$paraplan" --version | sed -E 's/.*SDK ABI ([0-9]+)\.([0-9]+).*/\1.\2/')
+abi_major=${host_abi%.*} abi_minor=${host_abi#*.}
+next_major="$((abi_major + 1)).$abi_minor" next_minor="$abi_major.$((abi_minor + 1))"
 
 # expect NAME CODE PATTERN -- ARGS...: runs paraplan ARGS, checks the exit code and that stderr
 # matches PATTERN (an extended regex; empty: stderr must be empty) with exactly one error line.
@@ -49,11 +53,11 @@ grep -q "fits *no" "$scratch/out" || { echo "FAIL does not fit: the report was n
 # Broken plugins: scanning skips them with a warning; naming one in a recipe is a hard error.
 expect "scan skips broken plugins" 0 "skipping plugin .*not_a_library.*not a shared library" -- \
   plugins list --plugin-path "$plugins/not_a_library" --plugin-path "$plugins/abi_major"
-expect "named plugin of another major" 3 "strategy\[0\].name: no strategy plugin named 'test_abi_major'.*built for SDK ABI 2.4; this host supports ABI 1.4" -- \
+expect "named plugin of another major" 3 "strategy\[0\].name: no strategy plugin named 'test_abi_major'.*built for SDK ABI ${next_major//./\\.}; this host supports ABI ${host_abi//./\\.}" -- \
   evaluate "$(with_plugin test_abi_major)" --plugin-path "$plugins/abi_major" -q
-expect "named plugin of a newer minor" 3 "built for SDK ABI 1.5, newer than this host's ABI 1.4" -- \
+expect "named plugin of a newer minor" 3 "built for SDK ABI ${next_minor//./\\.}, newer than this host's ABI ${host_abi//./\\.}" -- \
   evaluate "$(with_plugin test_abi_minor)" --plugin-path "$plugins/abi_minor" -q
-expect "named plugin for a future SDK" 3 "built for SDK ABI 2.x" -- \
+expect "named plugin for a future SDK" 3 "built for SDK ABI $((abi_major + 1))\\.x" -- \
   evaluate "$(with_plugin test_abi_v2_only)" --plugin-path "$plugins/abi_v2_only" -q
 expect "named plugin without entry point" 3 "no entry point 'paraplan_plugin_v1'" -- \
   evaluate "$(with_plugin test_no_entry)" --plugin-path "$plugins/no_entry" -q
@@ -119,8 +123,22 @@ expect "simulate: unknown executor key" 3 "executor.simulate.rank: unknown key.*
 execute_recipe="$recipes/execute/dp2-2ranks.toml"
 expect "execute: help" 0 '' -- execute --help
 expect "execute: bad --scale" 2 "--scale 2.000000: expected a factor in \(0, 1\]" -- execute "$execute_recipe" --scale 2
-expect "execute: launcher not an MPI launcher" 3 "executor.mpi.launcher: expected Open MPI's launcher" -- \
+# The launcher is Open MPI's by what it is (its --version, a file only root or you can change),
+# not by its name: a program called mpirun is not enough.
+expect "execute: launcher not an MPI launcher" 3 "executor.mpi.launcher: 'sh' \(.*\) is not Open MPI's launcher" -- \
   execute "$execute_recipe" --set executor.mpi.launcher=sh
+mkdir -p "$scratch/fake"
+printf '#!/bin/sh\necho "not a launcher"\n' >"$scratch/fake/mpirun"
+chmod 755 "$scratch/fake/mpirun"
+expect "execute: a program named mpirun" 3 "executor.mpi.launcher: '$scratch/fake/mpirun' .* is not Open MPI's launcher: its --version says 'not a launcher'" -- \
+  execute "$execute_recipe" --set "executor.mpi.launcher=$scratch/fake/mpirun"
+chmod 777 "$scratch/fake/mpirun"
+expect "execute: a launcher anyone may change" 3 "executor.mpi.launcher: $scratch/fake/mpirun is writable by everyone" -- \
+  execute "$execute_recipe" --set "executor.mpi.launcher=$scratch/fake/mpirun"
+expect "execute: missing launcher" 3 "executor.mpi.launcher: 'no-such-mpirun' is not on PATH" -- \
+  execute "$execute_recipe" --set executor.mpi.launcher=no-such-mpirun
+expect "execute: steps out of range" 3 "executor.mpi.steps: 2147483648 is out of range \[1, 100000\]" -- \
+  execute "$execute_recipe" --set executor.mpi.steps=2147483648
 expect "execute: unknown fault" 3 "executor.mpi.fault: expected '', 'sequence' or 'stall'" -- \
   execute "$execute_recipe" --set executor.mpi.fault=crash
 expect "calibrate: help" 0 '' -- calibrate --help

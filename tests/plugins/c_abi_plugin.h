@@ -62,6 +62,7 @@ constexpr pp_plugin_v1 strategy_plugin(const char* name, const char* description
       .hardware = nullptr,
       .executor = nullptr,
       .exporter = nullptr,
+      .attach_host = nullptr,
   };
 }
 

@@ -3,6 +3,7 @@
 #include "host/plan/plan.h"
 
 #include <cstring>
+#include <limits>
 
 #include "paraplan/sdk.hpp"
 #include "test_support.h"
@@ -65,16 +66,120 @@ TEST_F(PlanFixture, OpEditsAreChecked) {
   EXPECT_EQ(api.set_op(api.plan, 0, nullptr), PP_ERROR_INVALID_ARGUMENT);
 }
 
-TEST_F(PlanFixture, AcceptsAnOlderShorterStruct) {
-  // A plugin built against an older minor knows fewer trailing fields; the rest get defaults.
+TEST_F(PlanFixture, AnOpMustBeAtLeastAsLargeAsInAbi10) {
+  // pp_op has not grown since ABI 1.0: a shorter one was never built by any released SDK, and its
+  // missing fields would be guessed. One from a later minor (larger) gives its known prefix.
   pp_op op = make_op(PP_OP_GEMM, PP_PHASE_FORWARD, PP_SCOPE_LAYER, "qkv", "test");
   op.flops = 42;
   op.struct_size = offsetof(pp_op, collective);
-  ASSERT_EQ(api.insert_op(api.plan, 0, &op), PP_OK);
+  EXPECT_EQ(api.insert_op(api.plan, 0, &op), PP_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(plan.refusal().find("smaller than ABI 1.0's"), std::string::npos) << plan.refusal();
+  struct LaterOp {
+    pp_op op;
+    double field_of_a_later_minor;
+  } later{op, 7.0};
+  later.op.struct_size = sizeof(LaterOp);
+  ASSERT_EQ(api.insert_op(api.plan, 0, &later.op), PP_OK);
   EXPECT_EQ(plan.ops()[0].struct_size, sizeof(pp_op));
   EXPECT_DOUBLE_EQ(plan.ops()[0].flops, 42);
-  EXPECT_EQ(plan.ops()[0].repeat, 1u);
-  EXPECT_EQ(plan.ops()[0].axis, -1);
+}
+
+// Every enum out of range and every non-finite or negative number is refused, and the reason
+// names the field: an executor indexes tables by dtype and divides by these numbers.
+TEST_F(PlanFixture, OpFieldsOutOfRangeAreRefusedWithTheirName) {
+  const pp_op good = make_op(PP_OP_GEMM, PP_PHASE_FORWARD, PP_SCOPE_LAYER, "qkv", "test");
+  ASSERT_EQ(api.insert_op(api.plan, 0, &good), PP_OK);
+  struct Case {
+    const char* field;
+    void (*spoil)(pp_op&);
+  };
+  const Case cases[] = {
+      {"dtype", [](pp_op& op) { op.dtype = static_cast<pp_dtype>(100000000); }},
+      {"dtype", [](pp_op& op) { op.dtype = static_cast<pp_dtype>(-1); }},
+      {"kind", [](pp_op& op) { op.kind = static_cast<pp_op_kind>(7); }},
+      {"phase", [](pp_op& op) { op.phase = PP_PHASE_WEIGHT_GRADIENT; }},  // schedule steps only
+      {"scope", [](pp_op& op) { op.scope = static_cast<pp_scope>(0); }},
+      {"frequency", [](pp_op& op) { op.frequency = static_cast<pp_frequency>(3); }},
+      {"collective", [](pp_op& op) { op.collective = static_cast<pp_collective>(6); }},
+      {"overlap", [](pp_op& op) { op.overlap = static_cast<pp_overlap>(2); }},
+      {"repeat", [](pp_op& op) { op.repeat = 0; }},
+      {"repeat", [](pp_op& op) { op.repeat = kMaxRepeat + 1; }},
+      {"flops", [](pp_op& op) { op.flops = std::numeric_limits<double>::quiet_NaN(); }},
+      {"bytes", [](pp_op& op) { op.bytes = std::numeric_limits<double>::infinity(); }},
+      {"m", [](pp_op& op) { op.m = -1; }},
+      {"count", [](pp_op& op) { op.count = std::numeric_limits<double>::infinity(); }},
+      {"kind NONE", [](pp_op& op) { op.kind = PP_OP_COLLECTIVE, op.collective = PP_COLLECTIVE_NONE; }},
+      {"empty name", [](pp_op& op) { op.name[0] = '\0'; }},
+  };
+  for (const Case& check : cases) {
+    pp_op spoiled = good;
+    check.spoil(spoiled);
+    plan.clear_refusal();
+    EXPECT_EQ(api.set_op(api.plan, 0, &spoiled), PP_ERROR_INVALID_ARGUMENT) << check.field;
+    EXPECT_EQ(api.insert_op(api.plan, 1, &spoiled), PP_ERROR_INVALID_ARGUMENT) << check.field;
+    EXPECT_NE(plan.refusal().find(check.field), std::string::npos) << plan.refusal();
+  }
+  EXPECT_EQ(plan.ops().size(), 1u);
+  EXPECT_EQ(plan.ops()[0].dtype, PP_DTYPE_BF16);  // nothing was half-applied
+}
+
+TEST_F(PlanFixture, MemoryItemsOutOfRangeAreRefused) {
+  pp_memory_item item = make_memory_item(PP_MEMORY_OTHER, PP_SCOPE_STEP, "buffer", "test", 1e9);
+  ASSERT_EQ(api.add_memory(api.plan, &item), PP_OK);
+  for (double bytes : {-1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    pp_memory_item spoiled = item;
+    spoiled.bytes = bytes;
+    EXPECT_EQ(api.add_memory(api.plan, &spoiled), PP_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(api.set_memory(api.plan, 0, &spoiled), PP_ERROR_INVALID_ARGUMENT);
+  }
+  pp_memory_item kind = item;
+  kind.kind = static_cast<pp_memory_kind>(9);
+  EXPECT_EQ(api.add_memory(api.plan, &kind), PP_ERROR_INVALID_ARGUMENT);
+  pp_memory_item scope = item;
+  scope.scope = static_cast<pp_scope>(5);
+  EXPECT_EQ(api.add_memory(api.plan, &scope), PP_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(plan.memory_items().size(), 1u);
+  EXPECT_DOUBLE_EQ(plan.memory_items()[0].bytes, 1e9);
+}
+
+TEST_F(PlanFixture, PipelineFiguresMustBeFiniteAndInRange) {
+  pp_stage stages[2] = {{sizeof(pp_stage), 2, 1, 0, 0.0}, {sizeof(pp_stage), 2, 0, 1, 0.0}};
+  auto pipeline_with = [&](auto change) {
+    pp_pipeline pipeline = plan.pipeline();
+    pipeline.stages = 2;
+    change(pipeline);
+    return api.set_pipeline(api.plan, &pipeline, stages, 2);
+  };
+  EXPECT_EQ(pipeline_with([](pp_pipeline&) {}), PP_OK);
+  EXPECT_EQ(pipeline_with([](pp_pipeline& p) { p.bubble_fraction = std::numeric_limits<double>::quiet_NaN(); }),
+            PP_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(pipeline_with([](pp_pipeline& p) { p.in_flight_micro_batches = -1; }), PP_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(pipeline_with([](pp_pipeline& p) { p.schedule = static_cast<pp_schedule_kind>(9); }), PP_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(pipeline_with([](pp_pipeline& p) { p.virtual_stages = 5; }), PP_ERROR_INVALID_ARGUMENT);  // > 4 layers
+  // Stage layer counts that wrap to the model's layer count when summed are refused one by one.
+  stages[0].layers = std::numeric_limits<int64_t>::max();
+  stages[1].layers = std::numeric_limits<int64_t>::min() + 5;
+  EXPECT_EQ(pipeline_with([](pp_pipeline&) {}), PP_ERROR_INVALID_ARGUMENT);
+  stages[0] = {sizeof(pp_stage), 2, 1, 0, std::numeric_limits<double>::infinity()};
+  stages[1] = {sizeof(pp_stage), 2, 0, 1, 0.0};
+  EXPECT_EQ(pipeline_with([](pp_pipeline&) {}), PP_ERROR_INVALID_ARGUMENT);
+  // A step for a micro-batch or chunk the pipeline does not have.
+  pp_schedule_step step{sizeof(pp_schedule_step), 0, 0, 0, PP_PHASE_FORWARD};
+  EXPECT_EQ(api.set_schedule(api.plan, &step, 1), PP_OK);
+  step.micro_batch = static_cast<int32_t>(plan.pipeline().micro_batches);
+  EXPECT_EQ(api.set_schedule(api.plan, &step, 1), PP_ERROR_INVALID_ARGUMENT);
+  step.micro_batch = 0, step.chunk = 1;
+  EXPECT_EQ(api.set_schedule(api.plan, &step, 1), PP_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(PlanFixture, AxisDegreesAreBoundedByTheGpuCount) {
+  EXPECT_EQ(api.add_axis(api.plan, "tp", 17, nullptr, "tp"), -1);  // 16 GPUs
+  EXPECT_NE(plan.refusal().find("degree 17"), std::string::npos) << plan.refusal();
+  EXPECT_EQ(api.add_axis(api.plan, "tp", 16, nullptr, "tp"), 0);
+  char unterminated[PP_AXIS_NAME_CAPACITY + 8];
+  std::memset(unterminated, 'a', sizeof(unterminated));
+  unterminated[sizeof(unterminated) - 1] = '\0';
+  EXPECT_EQ(api.add_axis(api.plan, unterminated, 2, nullptr, "x"), -1);
 }
 
 TEST_F(PlanFixture, PipelineMustPlaceEveryLayerOnce) {

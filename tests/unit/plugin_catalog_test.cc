@@ -14,7 +14,7 @@ TEST(PluginSearchPath, CommandLineThenEnvironmentThenInstallTree) {
   auto directories = plugin_search_path({"/a", "/b"}, "/c::/d:", "/opt/paraplan/bin/paraplan");
   std::vector<std::filesystem::path> expected = {"/a", "/b", "/c", "/d", "/opt/paraplan/bin/../lib/paraplan/plugins"};
   ASSERT_EQ(directories.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(directories[i].lexically_normal(), expected[i].lexically_normal());
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(directories[i].path.lexically_normal(), expected[i].lexically_normal());
 }
 
 TEST(PluginSearchPath, NeverTheCurrentDirectory) {
@@ -28,7 +28,7 @@ TEST(PluginCatalog, ScanSkipsBrokenFilesWithReasons) {
       {PARAPLAN_TEST_PLUGINS_GOOD_DIR, PARAPLAN_TEST_PLUGINS_ABI_MAJOR_DIR, PARAPLAN_TEST_PLUGINS_ABI_MINOR_DIR,
        PARAPLAN_TEST_PLUGINS_ABI_V2_ONLY_DIR, PARAPLAN_TEST_PLUGINS_NO_ENTRY_DIR, PARAPLAN_TEST_PLUGINS_NULL_ENTRY_DIR,
        PARAPLAN_TEST_PLUGINS_NOT_A_LIBRARY_DIR, "/nonexistent/directory"});
-  EXPECT_EQ(catalog.plugins().size(), 4u);  // test_good, test_good_executor, test_good_hardware, test_good_exporter
+  EXPECT_EQ(catalog.records().size(), 4u);  // test_good, test_good_executor, test_good_hardware, test_good_exporter
   // abi_major, abi_minor, abi_v2_only, no_entry, null_entry, and two not-a-library files.
   EXPECT_EQ(catalog.skipped().size(), 7u);
   for (const SkippedPlugin& skipped : catalog.skipped())
@@ -37,7 +37,7 @@ TEST(PluginCatalog, ScanSkipsBrokenFilesWithReasons) {
 
 TEST(PluginCatalog, EarlierDirectoryShadowsLaterOne) {
   PluginCatalog catalog = PluginCatalog::scan({PARAPLAN_TEST_PLUGINS_GOOD_DIR, PARAPLAN_TEST_PLUGINS_GOOD_DIR});
-  EXPECT_EQ(catalog.plugins().size(), 4u);
+  EXPECT_EQ(catalog.records().size(), 4u);
   ASSERT_EQ(catalog.skipped().size(), 4u);
   EXPECT_NE(catalog.skipped()[0].reason.find("shadowed by"), std::string::npos);
 }
@@ -58,7 +58,8 @@ TEST(PluginCatalog, RequireSuggestsAndListsAlternatives) {
 TEST(PluginCatalog, RequireExplainsWhyANamedPluginWasRefused) {
   PluginCatalog catalog = PluginCatalog::scan({PARAPLAN_TEST_PLUGINS_ABI_MAJOR_DIR});
   expect_error<InputError>([&] { catalog.require("test_abi_major", PP_KIND_STRATEGY); },
-                           {"no strategy plugin named 'test_abi_major'", "refused", "built for SDK ABI 2.4"});
+                           {"no strategy plugin named 'test_abi_major'", "refused",
+                            "built for SDK ABI " + test::abi_text(PP_ABI_MAJOR + 1, PP_ABI_MINOR)});
 }
 
 }  // namespace

@@ -21,17 +21,20 @@ TEST(PluginLibrary, LoadsAGoodPluginOfEachKind) {
 
 TEST(PluginLibrary, RefusesAnotherMajorNamingBothVersions) {
   expect_error<PluginLoadError>([] { load_plugin_library(PARAPLAN_TEST_PLUGIN_ABI_MAJOR_FILE); },
-                                {PARAPLAN_TEST_PLUGIN_ABI_MAJOR_FILE, "built for SDK ABI 2.4", "this host supports ABI 1.4"});
+                                {PARAPLAN_TEST_PLUGIN_ABI_MAJOR_FILE,
+                                 "built for SDK ABI " + test::abi_text(PP_ABI_MAJOR + 1, PP_ABI_MINOR),
+                                 "this host supports ABI " + test::kHostAbi});
 }
 
 TEST(PluginLibrary, RefusesAFutureEntryPointWithoutLoadingIt) {
   expect_error<PluginLoadError>([] { load_plugin_library(PARAPLAN_TEST_PLUGIN_ABI_V2_ONLY_FILE); },
-                                {PARAPLAN_TEST_PLUGIN_ABI_V2_ONLY_FILE, "built for SDK ABI 2.x", "supports ABI 1.4"});
+                                {PARAPLAN_TEST_PLUGIN_ABI_V2_ONLY_FILE, "built for SDK ABI 2.x", "supports ABI " + test::kHostAbi});
 }
 
 TEST(PluginLibrary, RefusesANewerMinor) {
   expect_error<PluginLoadError>([] { load_plugin_library(PARAPLAN_TEST_PLUGIN_ABI_MINOR_FILE); },
-                                {"built for SDK ABI 1.5", "newer than this host's ABI 1.4"});
+                                {"built for SDK ABI " + test::abi_text(PP_ABI_MAJOR, PP_ABI_MINOR + 1),
+                                 "newer than this host's ABI " + test::kHostAbi});
 }
 
 // The other side of the minor rule: a plugin built against 1.0, whose strategy table ends before

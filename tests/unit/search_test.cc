@@ -610,6 +610,7 @@ PluginCatalog catalog_of(const std::vector<std::string>& files) {
   for (const std::string& file : files)
     std::filesystem::create_symlink(file, directory / std::filesystem::path(file).filename());
   PluginCatalog catalog = PluginCatalog::scan({directory});
+  for (const PluginRecord& record : catalog.records()) catalog.find(record.name);  // loaded now, while the links exist
   std::filesystem::remove_all(directory);  // the libraries stay loaded
   return catalog;
 }
@@ -621,7 +622,7 @@ TEST(Search, ComposingTheWinnerNeedsOnlyThePluginsThatFoundIt) {
   // the winner, composed again for its full report, needs no executor at all.
   PluginCatalog catalog = catalog_of({BUNDLED("strategy_tp"), BUNDLED("strategy_fsdp"), BUNDLED("hw_h100_sxm"),
                                       PARAPLAN_TEST_PLUGIN_GOOD_EXECUTOR_FILE});
-  ASSERT_EQ(catalog.plugins().size(), 4u);
+  ASSERT_EQ(catalog.records().size(), 4u);
   ASSERT_EQ(catalog.find("analytic"), nullptr);
   auto recipe = search_recipe(kTinyModel +
                               "[training]\nglobal_batch = 8\nmicro_batch = 1\nrecompute = \"none\"\n"
@@ -687,7 +688,7 @@ struct Abi10Catalog {
                                       BUNDLED("hw_h100_sxm")});
 
   Abi10Catalog() {
-    const_cast<std::vector<LoadedPlugin>&>(catalog.plugins()).push_back(LoadedPlugin{nullptr, &metadata, "test_abi_1_0.so"});
+    catalog.add_loaded(LoadedPlugin{nullptr, &metadata, "test_abi_1_0.so"});
   }
 };
 

@@ -16,6 +16,10 @@
 
 namespace paraplan::test {
 
+// "1.5": an ABI version as the host writes it in messages.
+inline std::string abi_text(uint32_t major, uint32_t minor) { return std::to_string(major) + "." + std::to_string(minor); }
+inline const std::string kHostAbi = abi_text(PP_ABI_MAJOR, PP_ABI_MINOR);
+
 // Runs `body`, expecting a host error of type Error whose message contains every fragment.
 template <typename Error, typename Body>
 void expect_error(Body&& body, const std::vector<std::string>& fragments) {

@@ -37,9 +37,8 @@ class Watchdog {
     thread_ = std::thread([this, seconds, rank] {
       std::unique_lock<std::mutex> lock(mutex_);
       if (!done_changed_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) {
-        std::fprintf(stderr, "paraplan: rank %d: still running after %g s (--timeout, executor.mpi.timeout_s): ending the job\n",
-                     rank, seconds);
-        std::fflush(stderr);
+        paraplan::log_error("rank " + std::to_string(rank) + ": still running after " + std::to_string(seconds) +
+                            " s (--timeout, executor.mpi.timeout_s): ending the job");
         _exit(124);
       }
     });
@@ -72,6 +71,11 @@ void report(const nlohmann::json& keys, const paraplan::ResultSink& results) {
   }
 }
 
+// Bounds of the executor's keys (the host checks them against the schema).
+constexpr int64_t kMaxRanks = 1 << 16;
+constexpr int64_t kMaxSteps = 100000;
+constexpr double kMaxTimeout = 7 * 86400.0;
+
 class MpiExecutor : public paraplan::Executor {
  public:
   static constexpr uint32_t flags = PP_EXECUTOR_WALKS_SCHEDULE;
@@ -79,15 +83,21 @@ class MpiExecutor : public paraplan::Executor {
     return {"mpi", "1.0.0",
             "runs the plan on MPI ranks (one process per GPU of the plan): real fp32 GEMMs through OpenBLAS and "
             "real MPI collectives, measured; and measures this machine (paraplan calibrate)",
-            {paraplan::ParamSpec::Int("ranks", 0, "processes to start; 0: the plan's GPU count (must match it)"),
-             paraplan::ParamSpec::Int("steps", 5, "measured optimizer steps (the report gives their median)"),
-             paraplan::ParamSpec::Int("warmup", 1, "steps run before measuring (allocations, MPI connections)"),
+            {paraplan::ParamSpec::Int("ranks", 0, "processes to start; 0: the plan's GPU count (must match it)")
+                 .range(0, kMaxRanks),
+             paraplan::ParamSpec::Int("steps", 5, "measured optimizer steps (the report gives their median)")
+                 .range(1, kMaxSteps),
+             paraplan::ParamSpec::Int("warmup", 1, "steps run before measuring (allocations, MPI connections)")
+                 .range(0, kMaxSteps),
              paraplan::ParamSpec::Bool("verify", false,
                                        "fill every buffer with rank-dependent values and check every collective's "
                                        "and message's result"),
              paraplan::ParamSpec::String("trace", "", "write the last measured step as Chrome trace JSON to this file"),
-             paraplan::ParamSpec::Float("timeout_s", 600, "end the job (every rank) after this many seconds"),
-             paraplan::ParamSpec::String("launcher", "mpirun", "the MPI launcher started when paraplan runs outside one"),
+             paraplan::ParamSpec::Float("timeout_s", 600, "end the job (every rank) after this many seconds")
+                 .range(0.001, kMaxTimeout),
+             paraplan::ParamSpec::String("launcher", "mpirun",
+                                         "Open MPI's launcher (checked by its --version), started when paraplan runs "
+                                         "outside one"),
              paraplan::ParamSpec::String("launcher_args", "",
                                          "extra launcher arguments, space-separated (\"--hostfile hosts\")"),
              paraplan::ParamSpec::String("fault", "",
@@ -110,15 +120,6 @@ class MpiExecutor : public paraplan::Executor {
         calibrate_full_(params.bool_value("calibrate_full")) {
     if (!fault_.empty() && fault_ != "sequence" && fault_ != "stall")
       throw paraplan::InvalidArgument("executor.mpi.fault: expected '', 'sequence' or 'stall', got '" + fault_ + "'");
-    if (ranks_ < 0) throw paraplan::InvalidArgument("executor.mpi.ranks: expected 0 (the plan's GPUs) or more, got " + std::to_string(ranks_));
-    if (steps_ < 1) throw paraplan::InvalidArgument("executor.mpi.steps: expected at least 1, got " + std::to_string(steps_));
-    if (warmup_ < 0) throw paraplan::InvalidArgument("executor.mpi.warmup: expected 0 or more, got " + std::to_string(warmup_));
-    if (!(timeout_s_ > 0)) throw paraplan::InvalidArgument("executor.mpi.timeout_s: expected a positive number of seconds");
-    // A recipe names the program paraplan starts: only an MPI launcher, by name or path.
-    const std::string program = launcher_.substr(launcher_.find_last_of('/') + 1);
-    if (program != "mpirun" && program != "mpiexec" && program != "orterun")
-      throw paraplan::InvalidArgument("executor.mpi.launcher: expected Open MPI's launcher (mpirun, mpiexec or orterun, "
-                                      "by name or path), got '" + launcher_ + "'");
   }
 
   void run(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware,
@@ -174,22 +175,24 @@ class MpiExecutor : public paraplan::Executor {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const char* results_file = std::getenv(mpi_executor::kResultsVariable);
+    if (results_file) mpi_executor::rank_dies_with_launcher();
     // One report per job: rank 0's, or the launching process's.
-    if (rank != 0 || results_file) silence_stdout();
+    if (rank != 0 || results_file) paraplan::withhold_report();
     mpi_executor::prepare_rank_process();
     nlohmann::json keys;
     try {
       Watchdog watchdog(timeout_s_, rank);
       keys = work();
     } catch (const std::exception& failure) {
-      std::fprintf(stderr, "paraplan: rank %d: %s\n", rank, failure.what());
-      std::fflush(stderr);
+      paraplan::log_error("rank " + std::to_string(rank) + ": " + failure.what());
       MPI_Abort(MPI_COMM_WORLD, 3);
     }
     MPI_Finalize();
     if (rank != 0) return;
     if (results_file) {
-      std::ofstream(results_file) << keys.dump() << "\n";
+      std::ofstream channel(results_file, std::ios::binary);
+      channel << keys.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      if (!channel) paraplan::log_error(std::string("rank 0: cannot write the results to ") + results_file);
       return;
     }
     report(keys, results);
@@ -201,15 +204,6 @@ class MpiExecutor : public paraplan::Executor {
     Dl_info library{};
     if (dladdr(reinterpret_cast<void*>(&MPI_Init), &library) && library.dli_fname)
       dlopen(library.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
-  }
-
-  static void silence_stdout() {
-    std::fflush(stdout);
-    const int null = open("/dev/null", O_WRONLY);
-    if (null >= 0) {
-      dup2(null, STDOUT_FILENO);
-      close(null);
-    }
   }
 
   int64_t ranks_, steps_, warmup_;

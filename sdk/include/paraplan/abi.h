@@ -13,7 +13,8 @@
  * appended field only when the plugin's struct_size covers it); 1.2 appends the FP8 GEMM plateau
  * to pp_hardware_profile (an older hardware plugin's profile leaves it 0: the bf16 plateau); 1.3
  * adds the exporter kind (exporter.h) and appends its table to pp_plugin_v1; 1.4 appends the
- * machine measurement (calibrate) to pp_executor_v1.
+ * machine measurement (calibrate) to pp_executor_v1; 1.5 adds the host services (host.h:
+ * logging) and appends attach_host to pp_plugin_v1. abi_history.h has every minor's struct sizes.
  */
 #ifndef PARAPLAN_ABI_H
 #define PARAPLAN_ABI_H
@@ -22,7 +23,7 @@
 #include <stdint.h>
 
 #define PP_ABI_MAJOR 1
-#define PP_ABI_MINOR 4
+#define PP_ABI_MINOR 5
 
 #ifdef __cplusplus
 #define PP_EXTERN_C extern "C"

@@ -16,6 +16,7 @@
 #include "paraplan/executor.h"
 #include "paraplan/exporter.h"
 #include "paraplan/hardware.h"
+#include "paraplan/host.h"
 #include "paraplan/params.h"
 #include "paraplan/strategy.h"
 
@@ -37,6 +38,9 @@ typedef struct pp_plugin_v1 {
   const pp_hardware_v1* hardware;
   const pp_executor_v1* executor;
   const pp_exporter_v1* exporter; /* ABI 1.3 */
+  /* ABI 1.5, optional (NULL: the plugin uses no host services). Called once, after loading and
+   * before any other call, with services that stay valid while the plugin is loaded (host.h). */
+  void (*attach_host)(const pp_host_v1* host);
 } pp_plugin_v1;
 
 typedef const pp_plugin_v1* (*pp_plugin_entry_v1)(void);

@@ -22,6 +22,10 @@
 //       return {paraplan::SearchCase::degrees(2).choose("factor", {"2", "4"})};
 //     }
 //
+// Any plugin may log through the host (ABI 1.5): paraplan::log_info("read 12 entries"); messages
+// go to stderr behind -v/-q, prefixed with the plugin's name (host.h). Never print to stdout: it
+// carries the report.
+//
 // Hardware plugins derive from paraplan::Hardware, executors from paraplan::Executor. A hardware
 // class may define `double gemm_time(double m, double n, double k, pp_dtype)` and/or
 // `double collective_time(pp_collective, double bytes, int64_t group, int64_t stride)`; when it
@@ -45,6 +49,37 @@
 #include "paraplan/plugin.h"
 
 namespace paraplan {
+
+namespace detail {
+// The host's services for this plugin, set by attach_host (hidden: one per plugin library, even
+// when a plugin is built with default visibility).
+__attribute__((visibility("hidden"))) inline const pp_host_v1* host_services = nullptr;
+__attribute__((visibility("hidden"))) inline const char* plugin_name = "plugin";
+}  // namespace detail
+
+// Sends one line to the host's log (paraplan/host.h). Before the host attached (or under a host
+// older than ABI 1.5) the line goes to stderr in the host's format.
+inline void log(pp_log_level level, const std::string& message) noexcept {
+  if (const pp_host_v1* host = detail::host_services; host && host->log) {
+    host->log(host->context, level, message.c_str());
+    return;
+  }
+  const char* names[] = {"debug", "info", "warning", "error"};
+  const int index = level >= PP_LOG_DEBUG && level <= PP_LOG_ERROR ? level - 1 : 3;
+  if (level >= PP_LOG_WARNING) std::fprintf(stderr, "paraplan: %s: %s: %s\n", names[index], detail::plugin_name, message.c_str());
+}
+// In a process whose report is not wanted (all MPI ranks but one, say): the host prints none.
+// Returns false under a host older than ABI 1.5, which cannot be asked.
+inline bool withhold_report() noexcept {
+  const pp_host_v1* host = detail::host_services;
+  if (!host || host->struct_size < sizeof(pp_host_v1) || !host->withhold_report) return false;
+  host->withhold_report(host->context);
+  return true;
+}
+inline void log_debug(const std::string& message) noexcept { log(PP_LOG_DEBUG, message); }
+inline void log_info(const std::string& message) noexcept { log(PP_LOG_INFO, message); }
+inline void log_warning(const std::string& message) noexcept { log(PP_LOG_WARNING, message); }
+inline void log_error(const std::string& message) noexcept { log(PP_LOG_ERROR, message); }
 
 // Throw to report a failure with a specific status; any other exception becomes
 // PP_ERROR_INTERNAL with its what() as the message.
@@ -646,6 +681,8 @@ const pp_plugin_v1* describe_plugin() {
     if constexpr (Plugin::kind == PP_KIND_HARDWARE) metadata.hardware = hardware_table<Plugin>();
     if constexpr (Plugin::kind == PP_KIND_EXECUTOR) metadata.executor = executor_table<Plugin>();
     if constexpr (Plugin::kind == PP_KIND_EXPORTER) metadata.exporter = exporter_table<Plugin>();
+    metadata.attach_host = [](const pp_host_v1* host) { host_services = host; };
+    plugin_name = schema.info.name.c_str();
     return metadata;
   }();
   return &plugin;

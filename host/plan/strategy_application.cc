@@ -1,0 +1,27 @@
+#include "host/plan/strategy_application.h"
+
+#include <algorithm>
+
+#include "host/core/errors.h"
+
+namespace paraplan::host {
+
+void apply_strategy(const PluginInstance& strategy, const pp_strategy_context& context, Plan& plan) {
+  const pp_strategy_v1& functions = *strategy.metadata().strategy;
+  plan.clear_refusal();
+  try {
+    strategy.invoke([&](pp_error* error) { return functions.apply(strategy.handle(), &context, &plan.api(), error); });
+  } catch (const HostError& failure) {
+    if (plan.refusal().empty()) throw;
+    throw InputError(std::string(failure.what()) + " (the host refused a plan edit: " + plan.refusal() + ")");
+  }
+  if (!plan.refusal().empty())
+    throw InputError(strategy.context() + ": the host refused a plan edit: " + plan.refusal());
+  const std::string& name = strategy.plugin().name();
+  if (context.degree > 1 &&
+      std::none_of(plan.axes().begin(), plan.axes().end(), [&](const pp_mesh_axis& axis) { return name == axis.owner; }))
+    throw InputError(strategy.context() + ": has degree " + std::to_string(context.degree) +
+                     " but the plugin created no mesh axis for it");
+}
+
+}  // namespace paraplan::host
