@@ -94,19 +94,30 @@ namespace detail {
 // NaN and infinities fail x - x == 0.
 constexpr bool finite(double value) { return value - value == 0.0; }
 
-enum class Range { kPositive, kNonNegative, kFraction };
+// What a field may be, in datasheet units. The bounds are far beyond any device (1 ZFLOP/s,
+// 1 EB of memory, 1 ZB/s: room for idealised test machines with "free" links) and far above
+// zero (no denormals): past them, converted figures overflow to infinity or step times do, and a
+// report says "fits" with no time.
+struct Range {
+  double low, high;
+  bool zero_allowed;         // 0 means "not declared" (a datatype the GPU lacks, no host link)
+  std::string_view message;  // what is wrong with a value outside it
+};
+inline constexpr Range kTflops{1e-6, 1e9, false, "must be in [1e-6, 1e9] TFLOP/s"};
+inline constexpr Range kTflopsOrNone{1e-6, 1e9, true, "must be 0 (none) or in [1e-6, 1e9] TFLOP/s"};
+inline constexpr Range kGigabytes{1e-3, 1e9, false, "must be in [0.001, 1e9] GB"};
+inline constexpr Range kBandwidth{1e-6, 1e12, false, "must be in [1e-6, 1e12] GB/s"};
+inline constexpr Range kBandwidthOrNone{1e-6, 1e12, true, "must be 0 (none) or in [1e-6, 1e12] GB/s"};
+inline constexpr Range kFraction{1e-6, 1.0, false, "must be a fraction in [1e-6, 1]"};
+inline constexpr Range kMicroseconds{0.0, 1e6, true, "must be in [0, 1e6] us"};
+inline constexpr Range kGigaflops{0.0, 1e9, true, "must be in [0, 1e9] GFLOP"};
+inline constexpr int64_t kMaxGpusPerNode = 100000;
+inline constexpr int64_t kMaxDomainSize = int64_t{1} << 24;
 
 constexpr std::string_view range_problem(double value, Range range) {
   if (!finite(value)) return "must be a finite number";
-  switch (range) {
-    case Range::kPositive:
-      return value > 0 ? "" : "must be > 0";
-    case Range::kNonNegative:
-      return value >= 0 ? "" : "must be >= 0";
-    case Range::kFraction:
-      return value > 0 && value <= 1 ? "" : "must be in (0, 1]";
-  }
-  return "";
+  if ((value == 0.0 && range.zero_allowed) || (value >= range.low && value <= range.high)) return "";
+  return range.message;
 }
 
 // Domains must nest with each other and with the node, so that a group of consecutive ranks
@@ -116,33 +127,33 @@ constexpr bool nests(int64_t a, int64_t b) { return a % b == 0 || b % a == 0; }
 }  // namespace detail
 
 constexpr ProfileProblem check_profile(const ProfileSpec& spec) {
-  using detail::Range;
   static_assert(PP_NAME_CAPACITY == 48 && PP_TIER_NAME_CAPACITY == 24, "update the messages below");
   constexpr int kTop = ProfileProblem::kNoTier;
   if (spec.name.empty() || spec.name.size() >= PP_NAME_CAPACITY) {
     return {kTop, "name", "must be 1 to 47 characters"};
   }
-  if (spec.gpus_per_node < 1) return {kTop, "gpus_per_node", "must be >= 1"};
+  if (spec.gpus_per_node < 1 || spec.gpus_per_node > detail::kMaxGpusPerNode)
+    return {kTop, "gpus_per_node", "must be in [1, 100000]"};
 
   struct Field {
     std::string_view key;
     double value;
-    Range range;
+    detail::Range range;
   };
   const Field fields[] = {
-      {"compute.fp32_tflops", spec.tflops.fp32, Range::kPositive},
-      {"compute.tf32_tflops", spec.tflops.tf32, Range::kNonNegative},
-      {"compute.bf16_tflops", spec.tflops.bf16, Range::kPositive},
-      {"compute.fp16_tflops", spec.tflops.fp16, Range::kNonNegative},
-      {"compute.fp8_tflops", spec.tflops.fp8, Range::kNonNegative},
-      {"memory.capacity_gb", spec.memory_gb, Range::kPositive},
-      {"memory.bandwidth_gb_s", spec.memory_bandwidth_gb_s, Range::kPositive},
-      {"memory.efficiency", spec.memory_efficiency, Range::kFraction},
-      {"host_link.bandwidth_gb_s", spec.host_link_bandwidth_gb_s, Range::kNonNegative},
-      {"gemm.efficiency_max", spec.gemm_efficiency_max, Range::kFraction},
-      {"gemm.half_efficiency_gflop", gemm_half_efficiency_gflop(spec), Range::kNonNegative},
-      {"gemm.efficiency_max_fp8", spec.gemm_efficiency_max_fp8.value_or(spec.gemm_efficiency_max), Range::kFraction},
-      {"attention.efficiency", spec.attention_efficiency, Range::kFraction},
+      {"compute.fp32_tflops", spec.tflops.fp32, detail::kTflops},
+      {"compute.tf32_tflops", spec.tflops.tf32, detail::kTflopsOrNone},
+      {"compute.bf16_tflops", spec.tflops.bf16, detail::kTflops},
+      {"compute.fp16_tflops", spec.tflops.fp16, detail::kTflopsOrNone},
+      {"compute.fp8_tflops", spec.tflops.fp8, detail::kTflopsOrNone},
+      {"memory.capacity_gb", spec.memory_gb, detail::kGigabytes},
+      {"memory.bandwidth_gb_s", spec.memory_bandwidth_gb_s, detail::kBandwidth},
+      {"memory.efficiency", spec.memory_efficiency, detail::kFraction},
+      {"host_link.bandwidth_gb_s", spec.host_link_bandwidth_gb_s, detail::kBandwidthOrNone},
+      {"gemm.efficiency_max", spec.gemm_efficiency_max, detail::kFraction},
+      {"gemm.half_efficiency_gflop", gemm_half_efficiency_gflop(spec), detail::kGigaflops},
+      {"gemm.efficiency_max_fp8", spec.gemm_efficiency_max_fp8.value_or(spec.gemm_efficiency_max), detail::kFraction},
+      {"attention.efficiency", spec.attention_efficiency, detail::kFraction},
   };
   for (const Field& field : fields) {
     std::string_view problem = detail::range_problem(field.value, field.range);
@@ -164,6 +175,8 @@ constexpr ProfileProblem check_profile(const ProfileSpec& spec) {
     if (outermost && tier.domain_size != 0) {
       return {at, "domain_size", "the outermost tier must be unbounded (0)"};
     }
+    if (tier.domain_size < 0 || tier.domain_size > detail::kMaxDomainSize)
+      return {at, "domain_size", "must be in [0, 16777216]"};
     if (!outermost) {
       if (tier.domain_size == 0) return {at, "domain_size", "only the outermost tier may be unbounded (0)"};
       if (tier.domain_size < 2) {
@@ -178,9 +191,9 @@ constexpr ProfileProblem check_profile(const ProfileSpec& spec) {
       inner_domain = tier.domain_size;
     }
     const Field tier_fields[] = {
-        {"bandwidth_gb_s", tier.bandwidth_gb_s, Range::kPositive},
-        {"latency_us", tier.latency_us, Range::kNonNegative},
-        {"efficiency", tier.efficiency, Range::kFraction},
+        {"bandwidth_gb_s", tier.bandwidth_gb_s, detail::kBandwidth},
+        {"latency_us", tier.latency_us, detail::kMicroseconds},
+        {"efficiency", tier.efficiency, detail::kFraction},
     };
     for (const Field& field : tier_fields) {
       std::string_view problem = detail::range_problem(field.value, field.range);

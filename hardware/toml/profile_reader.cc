@@ -310,9 +310,14 @@ pp_hardware_profile read_toml_profile(const std::string& path) {
     throw InvalidArgument(path + ": cannot read the hardware profile: " +
                           (error ? error.message() : std::string("not a regular file")));
   }
+  // A profile is a few KiB; the host checks the file's size and nesting before it names it here,
+  // and this bound keeps the plugin safe on its own.
+  constexpr std::uintmax_t kMaxProfileBytes = 4u << 20;
+  if (std::filesystem::file_size(path, error) > kMaxProfileBytes)
+    throw InvalidArgument(path + ": cannot read the hardware profile: larger than 4 MiB");
   std::ifstream in(path, std::ios::binary);
   std::string document{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (!in.is_open() || in.bad()) {
+  if (!in.is_open() || in.bad() || document.size() > kMaxProfileBytes) {
     throw InvalidArgument(path + ": cannot read the hardware profile: " + std::strerror(errno));
   }
   return parse_toml_profile(document, path);

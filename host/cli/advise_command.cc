@@ -200,11 +200,12 @@ int run_advise_command(const std::vector<std::string>& arguments) {
   std::vector<std::string> overrides;
   SearchSettings search_settings;
   search_settings.top = 1;
+  int64_t threads = 0;
   po::options_description options("Advise options");
   options.add_options()(
       "headroom", po::value(&search_settings.memory_headroom)->value_name("FRACTION")->default_value(0.10, "0.10"),
       "GPU memory kept free: a plan fits in (1 - FRACTION) x capacity (the ladder and the search)")(
-      "threads", po::value(&search_settings.threads)->value_name("N")->default_value(0),
+      "threads", po::value(&threads)->value_name("N")->default_value(0),
       "search worker threads (0: every core)");
   parse_recipe_command(arguments, options, common, recipe_file, overrides);
   if (common.help || recipe_file.empty()) {
@@ -239,6 +240,7 @@ int run_advise_command(const std::vector<std::string>& arguments) {
   }
   if (!(search_settings.memory_headroom >= 0 && search_settings.memory_headroom < 1))
     throw UsageError("--headroom must be in [0, 1)");
+  search_settings.threads = static_cast<unsigned>(checked_integer("threads", threads, 0, 1024));
   configure_logging(common);
   PluginCatalog catalog = scan_plugins(common);
   RecipeReaderOptions reader_options;

@@ -53,7 +53,7 @@ int run_calibrate_command(const std::vector<std::string>& arguments) {
         "  paraplan execute recipes/execute/dp2-2ranks.toml --set cluster.hardware=machine.toml\n");
     return kExitOk;
   }
-  if (ranks < 1) throw UsageError("--ranks " + std::to_string(ranks) + ": expected a positive number of processes");
+  checked_integer("ranks", ranks, 1, 1 << 16);
   configure_logging(common);
   PluginCatalog catalog = scan_plugins(common);
   const LoadedPlugin& plugin = catalog.require(executor, PP_KIND_EXECUTOR);

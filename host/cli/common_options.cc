@@ -3,7 +3,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <iostream>
 
 #include "host/core/errors.h"
@@ -55,6 +57,22 @@ void parse_recipe_command(const std::vector<std::string>& arguments, po::options
   positional.add("recipe", 1);
   po::variables_map variables;
   parse_arguments(arguments, all, positional, variables);
+}
+
+int64_t checked_integer(const std::string& option, int64_t value, int64_t min, int64_t max) {
+  if (value < min || value > max)
+    throw UsageError("--" + option + " " + std::to_string(value) + ": expected an integer in [" + std::to_string(min) + ", " +
+                     std::to_string(max) + "]");
+  return value;
+}
+
+double checked_number(const std::string& option, double value, double min, double max) {
+  if (!std::isfinite(value) || value < min || value > max) {
+    std::ostringstream text;
+    text << "--" << option << " " << value << ": expected a number in [" << min << ", " << max << "]";
+    throw UsageError(text.str());
+  }
+  return value;
 }
 
 void configure_logging(const CommonOptions& options) {

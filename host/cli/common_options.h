@@ -36,6 +36,12 @@ void parse_arguments(const std::vector<std::string>& arguments,
 void parse_recipe_command(const std::vector<std::string>& arguments, boost::program_options::options_description& options,
                           CommonOptions& common, std::string& recipe_file, std::vector<std::string>& overrides);
 
+// A numeric option's value, or UsageError "--top -1: expected an integer in [1, 1000000]" when it is
+// outside [min, max] (or, for a number, not finite). Integer options are parsed as int64 first, so
+// "-1" never wraps to an unsigned count.
+int64_t checked_integer(const std::string& option, int64_t value, int64_t min, int64_t max);
+double checked_number(const std::string& option, double value, double min, double max);
+
 // Sets the log level (warnings by default) and sends logs to stderr, keeping stdout for reports.
 void configure_logging(const CommonOptions& options);
 

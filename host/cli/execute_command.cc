@@ -76,13 +76,12 @@ int run_execute_command(const std::vector<std::string>& arguments) {
     return common.help ? kExitOk : kExitUsage;
   }
   const std::string prefix = "executor." + executor + ".";
-  if (ranks < 0) throw UsageError("--ranks " + std::to_string(ranks) + ": expected a positive number of processes");
-  if (ranks > 0) overrides.push_back(prefix + "ranks=" + std::to_string(ranks));
-  if (steps < 0) throw UsageError("--steps " + std::to_string(steps) + ": expected a positive number of steps");
-  if (steps > 0) overrides.push_back(prefix + "steps=" + std::to_string(steps));
+  // 0: the executor's own default (its schema says so, and bounds what a recipe may set).
+  if (checked_integer("ranks", ranks, 0, 1 << 16) > 0) overrides.push_back(prefix + "ranks=" + std::to_string(ranks));
+  if (checked_integer("steps", steps, 0, 100000) > 0) overrides.push_back(prefix + "steps=" + std::to_string(steps));
   if (verify) overrides.push_back(prefix + "verify=true");
-  if (timeout_s < 0) throw UsageError("--timeout: expected a positive number of seconds");
-  if (timeout_s > 0) overrides.push_back(prefix + "timeout_s=" + std::to_string(timeout_s));
+  if (checked_number("timeout", timeout_s, 0, 7 * 86400.0) > 0)
+    overrides.push_back(prefix + "timeout_s=" + std::to_string(timeout_s));
   if (!trace_file.empty())
     overrides.push_back(prefix + "trace=" + override_string(std::filesystem::absolute(trace_file).string()));
 

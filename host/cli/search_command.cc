@@ -59,9 +59,10 @@ int run_search_command(const std::vector<std::string>& arguments) {
   std::vector<std::string> overrides;
   SearchSettings settings;
   double train_tokens = 1e12;
+  int64_t top = 10, threads = 0;
   bool brief = false;
   po::options_description options("Search options");
-  options.add_options()("top", po::value(&settings.top)->value_name("K")->default_value(10), "plans to list")(
+  options.add_options()("top", po::value(&top)->value_name("K")->default_value(10), "plans to list")(
       "objective", po::value(&objective)->value_name("NAME")->default_value("throughput"),
       "rank by throughput (shortest step), memory (least per GPU, then step) or time-to-train (days for "
       "--train-tokens; the same order as throughput, as the recipe fixes the global batch)")(
@@ -69,7 +70,7 @@ int run_search_command(const std::vector<std::string>& arguments) {
       "tokens to train on, for --objective time-to-train")(
       "headroom", po::value(&settings.memory_headroom)->value_name("FRACTION")->default_value(0.10, "0.10"),
       "GPU memory kept free: a plan must fit in (1 - FRACTION) x capacity")(
-      "threads", po::value(&settings.threads)->value_name("N")->default_value(0), "worker threads (0: every core)")(
+      "threads", po::value(&threads)->value_name("N")->default_value(0), "worker threads (0: every core)")(
       "executor", po::value(&executor)->value_name("NAME"), "executor plugin that prices the plans (default: analytic)")(
       "brief", po::bool_switch(&brief), "leave out the winner's full evaluate report");
   parse_recipe_command(arguments, options, common, recipe_file, overrides);
@@ -93,10 +94,11 @@ int run_search_command(const std::vector<std::string>& arguments) {
   }
   settings.objective = parse_objective(objective);
   settings.executor = executor;
-  if (settings.top < 1) throw UsageError("--top must be at least 1");
+  settings.top = static_cast<size_t>(checked_integer("top", top, 1, 1000000));
+  settings.threads = static_cast<unsigned>(checked_integer("threads", threads, 0, 1024));
   if (!(settings.memory_headroom >= 0 && settings.memory_headroom < 1))
     throw UsageError("--headroom must be in [0, 1)");
-  if (!(train_tokens > 0)) throw UsageError("--train-tokens must be positive");
+  checked_number("train-tokens", train_tokens, 1, 1e18);
   configure_logging(common);
   PluginCatalog catalog = scan_plugins(common);
   RecipeReaderOptions reader_options;

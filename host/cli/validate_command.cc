@@ -31,7 +31,7 @@ int run_validate_command(const std::vector<std::string>& arguments) {
   CommonOptions common;
   std::vector<std::string> files;
   std::string plot_file;
-  unsigned threads = 0;
+  int64_t threads = 0;
   double fail_above = -1;
   po::options_description options("Validate options");
   options.add_options()("plot", po::value(&plot_file)->value_name("FILE.svg"),
@@ -68,7 +68,8 @@ int run_validate_command(const std::vector<std::string>& arguments) {
         "Example:\n  paraplan validate recipes/validation/published.csv --plot validation.svg\n");
     return common.help ? kExitOk : kExitUsage;
   }
-  if (variables.count("fail-above") && !(fail_above >= 0)) throw UsageError("--fail-above must be a percentage >= 0");
+  if (variables.count("fail-above")) checked_number("fail-above", fail_above, 0, 1e6);
+  checked_integer("threads", threads, 0, 1024);
   configure_logging(common);
 
   std::vector<MeasuredRun> runs;
@@ -82,7 +83,7 @@ int run_validate_command(const std::vector<std::string>& arguments) {
   const auto start = std::chrono::steady_clock::now();
   ValidationReport report;
   report.files = files;
-  report.predictions = predict_runs(runs, catalog, threads);
+  report.predictions = predict_runs(runs, catalog, static_cast<unsigned>(threads));
   report.summary = summarize(report.predictions);
   spdlog::info("{} rows predicted in {:.2f} s", runs.size(),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

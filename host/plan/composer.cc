@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "host/core/checked_math.h"
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
 #include "host/plan/strategy_application.h"
@@ -54,6 +55,11 @@ const LoadedPlugin* default_data_parallel(const PluginCatalog& catalog) {
 
 void resolve_degrees(const Recipe& recipe, const PluginCatalog& catalog, std::vector<PendingStrategy>& strategies) {
   const int64_t gpus = recipe.cluster.num_gpus;
+  // No degree may exceed the GPU count: ranks with different roles are at most all the GPUs.
+  for (const PendingStrategy& strategy : strategies)
+    if (strategy.degree && *strategy.degree > gpus)
+      throw PlanError(strategy.instance->context() + ": degree " + std::to_string(*strategy.degree) +
+                      " exceeds cluster.num_gpus = " + std::to_string(gpus));
   int64_t product = 1;
   PendingStrategy* remainder = nullptr;
   for (PendingStrategy& strategy : strategies) {
@@ -65,7 +71,13 @@ void resolve_degrees(const Recipe& recipe, const PluginCatalog& catalog, std::ve
       continue;
     }
     if (!strategy.degree) strategy.degree = 1;
-    if (!(strategy.flags & PP_STRATEGY_SUBDIVIDES_DATA)) product *= *strategy.degree;
+    if (strategy.flags & PP_STRATEGY_SUBDIVIDES_DATA) continue;
+    // Each degree is at most the GPU count, so a product past it cannot divide it either.
+    const std::optional<int64_t> next = checked_product(product, *strategy.degree);
+    if (!next || *next > gpus)
+      throw PlanError(recipe.file + ": the strategy degrees multiply to more than cluster.num_gpus = " +
+                      std::to_string(gpus) + " (at '" + strategy.name + "' = " + std::to_string(*strategy.degree) + ")");
+    product = *next;
   }
   std::string degrees;
   for (const PendingStrategy& strategy : strategies)
@@ -126,10 +138,17 @@ void check_mesh_order(const Recipe& recipe, const Plan& plan) {
   }
 }
 
-int64_t data_parallel_size(const std::vector<PendingStrategy>& strategies) {
+// The product of the batch-splitting degrees; PlanError when it leaves int64 (it exceeds the GPU
+// count long before: each degree is at most that count).
+int64_t data_parallel_size(const Recipe& recipe, const std::vector<PendingStrategy>& strategies) {
   int64_t size = 1;
-  for (const PendingStrategy& strategy : strategies)
-    if (strategy.flags & PP_STRATEGY_SPLITS_BATCH) size *= *strategy.degree;
+  for (const PendingStrategy& strategy : strategies) {
+    if (!(strategy.flags & PP_STRATEGY_SPLITS_BATCH)) continue;
+    const std::optional<int64_t> next = checked_product(size, *strategy.degree);
+    if (!next)
+      throw PlanError(recipe.file + ": the data-parallel degrees multiply past 2^63 (at '" + strategy.name + "')");
+    size = *next;
+  }
   return size;
 }
 
@@ -152,9 +171,10 @@ ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, in
   });
 
   const pp_training& training = recipe.training;
-  const int64_t data_parallel = data_parallel_size(strategies);
-  const int64_t sequences_per_micro_step = training.micro_batch * data_parallel;
-  if (training.global_batch % sequences_per_micro_step != 0)
+  const int64_t data_parallel = data_parallel_size(recipe, strategies);
+  const std::optional<int64_t> sequences_per_micro_step = checked_product(training.micro_batch, data_parallel);
+  if (!sequences_per_micro_step || *sequences_per_micro_step > training.global_batch ||
+      training.global_batch % *sequences_per_micro_step != 0)
     throw PlanError(recipe.file + ": training.global_batch = " + std::to_string(training.global_batch) +
                     " is not divisible by micro_batch x data-parallel size = " + std::to_string(training.micro_batch) +
                     " x " + std::to_string(data_parallel));

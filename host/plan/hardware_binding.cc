@@ -1,35 +1,113 @@
 #include "host/plan/hardware_binding.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "host/core/errors.h"
+#include "host/plan/profile_check.h"
+#include "host/plugin/abi_history.h"
+#include "host/recipe/input_file.h"
 #include "host/recipe/source_location.h"
 
 namespace paraplan::host {
+
+namespace {
+
+// The host's copy of a hardware plugin's cost functions: each call's status, exceptions and
+// result are checked before an executor sees them (a time must be finite and not negative).
+struct GuardedFunctions {
+  const pp_hardware_v1* plugin;
+  void* instance;
+  std::string name;
+  const pp_hardware_profile* profile;  // the checked one
+};
+
+pp_status refuse_time(pp_error* error, const std::string& message) {
+  if (error && error->message && error->capacity > 0) std::snprintf(error->message, error->capacity, "%s", message.c_str());
+  return PP_ERROR_INVALID_ARGUMENT;
+}
+
+template <typename Call>
+pp_status guarded_time(const GuardedFunctions& functions, const char* what, double* seconds, pp_error* error,
+                       Call&& call) noexcept {
+  try {
+    double result = 0.0;
+    const pp_status status = call(&result);
+    if (status != PP_OK) return status;
+    if (!std::isfinite(result) || result < 0)
+      return refuse_time(error, "hardware '" + functions.name + "' " + what + " gave " + std::to_string(result) +
+                                    " s, not a finite time >= 0");
+    *seconds = result;
+    return PP_OK;
+  } catch (...) {
+    return refuse_time(error, "hardware '" + functions.name + "' " + what + " let a C++ exception escape");
+  }
+}
+
+pp_status guarded_gemm_time(void* instance, double m, double n, double k, pp_dtype dtype, double* seconds, pp_error* error) {
+  const auto& functions = *static_cast<const GuardedFunctions*>(instance);
+  return guarded_time(functions, "gemm_time", seconds, error, [&](double* result) {
+    return functions.plugin->gemm_time(functions.instance, m, n, k, dtype, result, error);
+  });
+}
+
+pp_status guarded_collective_time(void* instance, pp_collective kind, double bytes, int64_t group, int64_t stride,
+                                  double* seconds, pp_error* error) {
+  const auto& functions = *static_cast<const GuardedFunctions*>(instance);
+  return guarded_time(functions, "collective_time", seconds, error, [&](double* result) {
+    return functions.plugin->collective_time(functions.instance, kind, bytes, group, stride, result, error);
+  });
+}
+
+// The checked profile again (an executor has it in the binding already).
+pp_status guarded_describe(void* instance, pp_hardware_profile* profile, pp_error*) {
+  const auto& functions = *static_cast<const GuardedFunctions*>(instance);
+  if (!profile || profile->struct_size < sizeof(uint32_t)) return PP_ERROR_INVALID_ARGUMENT;
+  const uint32_t size = std::min<uint32_t>(profile->struct_size, sizeof(pp_hardware_profile));
+  std::memcpy(profile, functions.profile, size);
+  profile->struct_size = size;
+  return PP_OK;
+}
+
+}  // namespace
+
+struct HardwareBinding::Guard {
+  GuardedFunctions state;
+  pp_hardware_v1 table{};
+};
 
 HardwareBinding::HardwareBinding(std::unique_ptr<PluginInstance> instance) : instance_(std::move(instance)) {
   const pp_hardware_v1& functions = *instance_->metadata().hardware;
   pp_hardware_profile described{};
   described.struct_size = sizeof(described);
   instance_->invoke([&](pp_error* error) { return functions.describe(instance_->handle(), &described, error); });
-  // Accept an older (shorter) profile; unknown trailing fields stay zero.
-  std::memcpy(&profile_, &described, std::min<size_t>(std::max<uint32_t>(described.struct_size, 4), sizeof(profile_)));
+  const std::string context = instance_->context();
+  // An older (shorter) profile is accepted down to its own minor's size; fields it lacks stay zero.
+  const size_t least = abi_sizes(instance_->plugin().abi_minor()).hardware_profile;
+  if (described.struct_size < least)
+    throw InputError(context + ": the profile it describes is " + std::to_string(described.struct_size) +
+                     " bytes, but ABI 1." + std::to_string(instance_->plugin().abi_minor()) + "'s is " + std::to_string(least));
+  std::memcpy(&profile_, &described, std::min<size_t>(described.struct_size, sizeof(profile_)));
   profile_.struct_size = sizeof(profile_);
-  profile_.name[PP_NAME_CAPACITY - 1] = '\0';
-  std::string context = instance_->context();
-  if (profile_.memory_bytes <= 0) throw InputError(context + ": profile has no memory capacity");
-  if (profile_.tier_count > PP_MAX_TIERS) throw InputError(context + ": profile declares more than 4 tiers");
-  for (uint32_t i = 0; i < profile_.tier_count; ++i) {
-    profile_.tiers[i].name[PP_TIER_NAME_CAPACITY - 1] = '\0';
-    if (profile_.tiers[i].bandwidth_bytes_per_s <= 0)
-      throw InputError(context + ": tier " + std::to_string(i) + " has no bandwidth");
-  }
+  if (std::string problem = profile_problem(profile_); !problem.empty())
+    throw InputError(context + ": the hardware profile is impossible: " + problem);
+  guard_ = std::make_unique<Guard>();
+  guard_->state = {&functions, instance_->handle(), profile_.name, &profile_};
+  guard_->table = pp_hardware_v1{};
+  guard_->table.struct_size = sizeof(pp_hardware_v1);
+  guard_->table.describe = &guarded_describe;  // create and destroy are the host's business: NULL
+  guard_->table.gemm_time = functions.gemm_time ? &guarded_gemm_time : nullptr;
+  guard_->table.collective_time = functions.collective_time ? &guarded_collective_time : nullptr;
 }
 
+HardwareBinding::~HardwareBinding() = default;
+
 pp_hardware_binding_v1 HardwareBinding::binding() const {
-  return pp_hardware_binding_v1{sizeof(pp_hardware_binding_v1), &profile_, instance_->metadata().hardware,
-                                instance_->handle()};
+  // describe/create/destroy in the table are the plugin's; only the cost functions are wrapped,
+  // so the instance handed out is the guard's.
+  return pp_hardware_binding_v1{sizeof(pp_hardware_binding_v1), &profile_, &guard_->table, &guard_->state};
 }
 
 std::unique_ptr<HardwareBinding> open_hardware(const Recipe& recipe, const PluginCatalog& catalog) {
@@ -44,7 +122,12 @@ std::unique_ptr<HardwareBinding> open_hardware(const Recipe& recipe, const Plugi
     throw InputError(context + ": " + failure.what());
   }
   toml::table arguments;
-  if (from_file) arguments.insert("file", recipe.cluster.hardware_file);
+  if (from_file) {
+    // Bounded and shallow before the plugin parses it, like every TOML input (input_file.h).
+    check_toml_depth(read_bounded_file(recipe.cluster.hardware_file, kMaxTomlBytes, "hardware profile"),
+                     recipe.cluster.hardware_file);
+    arguments.insert("file", recipe.cluster.hardware_file);
+  }
   ParamValues params = ParamValues::bind(*plugin->metadata, &arguments, "cluster.hardware", recipe.file);
   return std::make_unique<HardwareBinding>(std::make_unique<PluginInstance>(*plugin, std::move(params), context));
 }

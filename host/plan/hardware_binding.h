@@ -16,15 +16,21 @@ namespace paraplan::host {
 
 class HardwareBinding {
  public:
-  HardwareBinding(std::unique_ptr<PluginInstance> instance);
+  // Describes the profile and checks it (profile_check.h); an impossible one is an InputError.
+  explicit HardwareBinding(std::unique_ptr<PluginInstance> instance);
+  ~HardwareBinding();
 
   const pp_hardware_profile& profile() const { return profile_; }
+  // What executors receive: the checked profile, and the plugin's cost functions behind a guard
+  // that refuses a time that is not finite or is negative.
   pp_hardware_binding_v1 binding() const;
   const PluginInstance& instance() const { return *instance_; }
 
  private:
+  struct Guard;
   std::unique_ptr<PluginInstance> instance_;
   pp_hardware_profile profile_{};
+  std::unique_ptr<Guard> guard_;
 };
 
 // The plugin name for hardware given as a profile file.

@@ -4,9 +4,13 @@
 #include <vector>
 
 #include "host/core/errors.h"
+#include "host/recipe/input_file.h"
 
 namespace paraplan::host {
 namespace {
+
+constexpr size_t kMaxOverrideLength = 4096;
+constexpr size_t kMaxOverrideDepth = 8;
 
 std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> parts;
@@ -19,6 +23,7 @@ std::vector<std::string> split_path(const std::string& path) {
 // The value as TOML (numbers, booleans, quoted strings, arrays); a bare word is a string. The
 // source is named after the override so that later errors point at it.
 toml::node_view<toml::node> parse_value(toml::table& holder, const std::string& value, const std::string& source) {
+  check_toml_depth("value = " + value, source);
   try {
     holder = toml::parse("value = " + value, source);
   } catch (const toml::parse_error&) {
@@ -50,9 +55,15 @@ void apply_override(toml::table& document, const std::string& assignment) {
   size_t equals = assignment.find('=');
   if (equals == std::string::npos || equals == 0)
     throw UsageError("--set " + assignment + ": expected KEY=VALUE, e.g. --set cluster.num_gpus=64");
+  if (assignment.size() > kMaxOverrideLength)
+    throw UsageError("--set: an assignment of " + std::to_string(assignment.size()) + " characters; at most " +
+                     std::to_string(kMaxOverrideLength));
   std::vector<std::string> path = split_path(assignment.substr(0, equals));
   for (const std::string& part : path)
     if (part.empty()) throw UsageError(source + ": empty segment in the key");
+  if (path.size() > kMaxOverrideDepth)
+    throw UsageError(source + ": a key of " + std::to_string(path.size()) + " segments; recipe keys have at most " +
+                     std::to_string(kMaxOverrideDepth));
 
   toml::table* table = &document;
   size_t first_key = 0;

@@ -7,6 +7,8 @@
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
 #include "host/recipe/model_presets.h"
+#include "host/recipe/input_file.h"
+#include "host/recipe/recipe_limits.h"
 #include "host/recipe/recipe_overrides.h"
 #include "host/recipe/source_location.h"
 
@@ -47,16 +49,16 @@ class TableReader {
               const toml::table* fallback = nullptr)
       : table_(table), fallback_(fallback), path_(std::move(path)), file_(file) {}
 
-  std::optional<int64_t> integer(const std::string& key, int64_t minimum) {
+  std::optional<int64_t> integer(const std::string& key, limits::Bound bound) {
     const toml::node* node = lookup(key);
     if (!node) return std::nullopt;
     auto value = node->value_exact<int64_t>();
     if (!value) fail(node, key, "expected an integer, got " + toml_type_name(*node));
-    if (*value < minimum) fail(node, key, "must be >= " + std::to_string(minimum) + ", got " + std::to_string(*value));
+    check_bound(node, key, *value, bound);
     return value;
   }
-  int64_t required_integer(const std::string& key, int64_t minimum) {
-    auto value = integer(key, minimum);
+  int64_t required_integer(const std::string& key, limits::Bound bound) {
+    auto value = integer(key, bound);
     if (!value) fail(nullptr, key, "is required");
     return *value;
   }
@@ -98,7 +100,7 @@ class TableReader {
   }
   // `paraplan search` choices: an integer, an array of integers (the set to try) or "auto" (an
   // empty list: whatever the search knows). Absent: std::nullopt.
-  std::optional<std::vector<int64_t>> integer_choices(const std::string& key, int64_t minimum) {
+  std::optional<std::vector<int64_t>> integer_choices(const std::string& key, limits::Bound bound) {
     const toml::node* node = lookup(key);
     if (!node) return std::nullopt;
     if (node->value_exact<std::string>() == std::optional<std::string>("auto")) return std::vector<int64_t>{};
@@ -107,7 +109,7 @@ class TableReader {
     for (const toml::node* item : items) {
       auto value = item->value_exact<int64_t>();
       if (!value) fail(item, key, "expected an integer, an array of integers or \"auto\", got " + toml_type_name(*item));
-      if (*value < minimum) fail(item, key, "must be >= " + std::to_string(minimum) + ", got " + std::to_string(*value));
+      check_bound(item, key, *value, bound);
       values.push_back(*value);
     }
     return values;
@@ -145,6 +147,13 @@ class TableReader {
     }
   }
 
+  void check_bound(const toml::node* node, const std::string& key, int64_t value, limits::Bound bound) const {
+    if (value < bound.min) fail(node, key, "must be >= " + std::to_string(bound.min) + ", got " + std::to_string(value));
+    if (value > bound.max)
+      fail(node, key, std::to_string(value) + " is more than " + std::to_string(bound.max) +
+                          ", the largest paraplan accepts (docs/recipes.md, limits)");
+  }
+
   [[noreturn]] void fail(const toml::node* node, const std::string& key, const std::string& problem) const {
     const toml::node* where = node ? node : table_ ? static_cast<const toml::node*>(table_) : fallback_;
     throw InputError(location_of(file_, where) + ": " + qualified(key) + ": " + problem);
@@ -177,6 +186,10 @@ class TableReader {
 };
 
 toml::table parse_toml(std::string_view text, const std::string& file_name) {
+  if (text.size() > kMaxTomlBytes)
+    throw InputError(file_name + ": " + std::to_string(text.size()) + " bytes, more than the " +
+                     std::to_string(kMaxTomlBytes) + " a TOML input may have");
+  check_toml_depth(text, file_name);
   try {
     return toml::parse(text, file_name);
   } catch (const toml::parse_error& failure) {
@@ -186,12 +199,8 @@ toml::table parse_toml(std::string_view text, const std::string& file_name) {
   }
 }
 
-toml::table read_toml_file(const std::filesystem::path& file) {
-  std::ifstream stream(file, std::ios::binary);
-  if (!stream) throw InputError(file.string() + ": cannot open file");
-  std::stringstream text;
-  text << stream.rdbuf();
-  return parse_toml(text.str(), file.string());
+toml::table read_toml_file(const std::filesystem::path& file, const std::string& what) {
+  return parse_toml(read_bounded_file(file, kMaxTomlBytes, what), file.string());
 }
 
 const toml::table* subtable(const toml::table& document, const std::string& key, const std::string& file) {
@@ -219,7 +228,7 @@ toml::table read_model_preset(const toml::table* recipe_model, const std::string
     if (!preset_file)
       reader.fail(recipe_model->get("preset"), "preset",
                   "no model preset '" + *preset + "'" + did_you_mean(*preset, list_model_presets(directories)));
-    preset_table = read_toml_file(*preset_file);
+    preset_table = read_toml_file(*preset_file, "model preset");
     TableReader preset_reader(&preset_table, "", preset_file->string());
     preset_reader.string("description");
     preset_reader.string("source");
@@ -239,27 +248,27 @@ void read_model(Recipe& recipe, const toml::table* model_table, const RecipeRead
   reader.allow({"preset"});
   pp_model& shape = recipe.model.shape;
   shape.struct_size = sizeof(pp_model);
-  shape.layers = reader.required_integer("layers", 1);
-  shape.hidden = reader.required_integer("hidden", 1);
-  shape.heads = reader.required_integer("heads", 1);
-  shape.kv_heads = reader.integer("kv_heads", 1).value_or(shape.heads);
-  auto head_dim = reader.integer("head_dim", 1);
+  shape.layers = reader.required_integer("layers", limits::kLayers);
+  shape.hidden = reader.required_integer("hidden", limits::kHidden);
+  shape.heads = reader.required_integer("heads", limits::kHeads);
+  shape.kv_heads = reader.integer("kv_heads", limits::kHeads).value_or(shape.heads);
+  auto head_dim = reader.integer("head_dim", limits::kHeadDim);
   if (!head_dim && shape.hidden % shape.heads != 0)
     reader.fail(nullptr, "head_dim", "is required when heads = " + std::to_string(shape.heads) +
                                          " does not divide hidden = " + std::to_string(shape.hidden));
   shape.head_dim = head_dim.value_or(shape.hidden / shape.heads);
   std::string ffn = reader.choice("ffn_type", {"gelu", "swiglu"}).value_or("gelu");
   shape.ffn_type = ffn == "swiglu" ? PP_FFN_SWIGLU : PP_FFN_GELU;
-  auto ffn_hidden = reader.integer("ffn_hidden", 1);
+  auto ffn_hidden = reader.integer("ffn_hidden", limits::kFfnHidden);
   if (!ffn_hidden && shape.ffn_type == PP_FFN_SWIGLU)
     reader.fail(nullptr, "ffn_hidden", "is required for ffn_type = \"swiglu\"");
   shape.ffn_hidden = ffn_hidden.value_or(4 * shape.hidden);
-  shape.vocab = reader.required_integer("vocab", 1);
-  shape.seq_len = reader.required_integer("seq_len", 1);
-  shape.moe_experts = reader.integer("moe_experts", 0).value_or(0);
-  shape.moe_top_k = reader.integer("moe_top_k", 1).value_or(shape.moe_experts > 0 ? 2 : 0);
-  shape.moe_ffn_hidden = reader.integer("moe_ffn_hidden", 1).value_or(shape.moe_experts > 0 ? shape.ffn_hidden : 0);
-  shape.moe_shared_experts = reader.integer("moe_shared_experts", 0).value_or(0);
+  shape.vocab = reader.required_integer("vocab", limits::kVocab);
+  shape.seq_len = reader.required_integer("seq_len", limits::kSeqLen);
+  shape.moe_experts = reader.integer("moe_experts", limits::kExperts).value_or(0);
+  shape.moe_top_k = reader.integer("moe_top_k", {1, limits::kExperts.max}).value_or(shape.moe_experts > 0 ? 2 : 0);
+  shape.moe_ffn_hidden = reader.integer("moe_ffn_hidden", limits::kFfnHidden).value_or(shape.moe_experts > 0 ? shape.ffn_hidden : 0);
+  shape.moe_shared_experts = reader.integer("moe_shared_experts", limits::kSharedExperts).value_or(0);
   reader.reject_unknown_keys();
 
   auto node_of = [&](const char* key) {
@@ -283,7 +292,7 @@ pp_recompute recompute_of(const std::string& name) {
 // Search mode: micro_batch and recompute may be sets or "auto", and are searched when absent.
 void read_training_choices(Recipe& recipe, TableReader& reader, const toml::table& table) {
   pp_training& training = recipe.training;
-  recipe.search.micro_batches = reader.integer_choices("micro_batch", 1).value_or(std::vector<int64_t>{});
+  recipe.search.micro_batches = reader.integer_choices("micro_batch", limits::kGlobalBatch).value_or(std::vector<int64_t>{});
   for (int64_t micro_batch : recipe.search.micro_batches)
     if (training.global_batch % micro_batch != 0)
       reader.fail(table.get("micro_batch"), "micro_batch",
@@ -299,11 +308,11 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
   TableReader reader(table, "training", recipe.file);
   pp_training& training = recipe.training;
   training.struct_size = sizeof(pp_training);
-  training.global_batch = reader.required_integer("global_batch", 1);
+  training.global_batch = reader.required_integer("global_batch", limits::kGlobalBatch);
   if (search) {
     read_training_choices(recipe, reader, *table);
   } else {
-    training.micro_batch = reader.integer("micro_batch", 1).value_or(1);
+    training.micro_batch = reader.integer("micro_batch", limits::kGlobalBatch).value_or(1);
     training.recompute = recompute_of(reader.choice("recompute", {"none", "selective", "full"}).value_or("none"));
   }
   std::string precision = reader.choice("precision", {"bf16", "fp16", "fp8"}).value_or("bf16");
@@ -341,8 +350,8 @@ void read_cluster(Recipe& recipe, const toml::table* table, const std::filesyste
       reader.fail(table->get("hardware"), "hardware", "profile file " + profile.string() + " does not exist");
     cluster.hardware_file = profile.lexically_normal().string();
   }
-  cluster.num_gpus = reader.required_integer("num_gpus", 1);
-  cluster.gpus_per_node = reader.integer("gpus_per_node", 1);
+  cluster.num_gpus = reader.required_integer("num_gpus", limits::kGpus);
+  cluster.gpus_per_node = reader.integer("gpus_per_node", limits::kGpusPerNode);
   auto mesh_order = reader.string_list("mesh_order");
   recipe.search.mesh_order_given = mesh_order.has_value();
   cluster.mesh_order = mesh_order.value_or(default_mesh_order());
@@ -355,6 +364,10 @@ void read_strategies(Recipe& recipe, const toml::table& document, bool search) {
   const toml::array* array = node->as_array();
   if (!array || !array->is_array_of_tables())
     throw InputError(location_of(recipe.file, node) + ": strategy: expected an array of tables ([[strategy]])");
+  if (array->size() > static_cast<size_t>(limits::kMaxStrategies))
+    throw InputError(location_of(recipe.file, array->get(static_cast<size_t>(limits::kMaxStrategies))) + ": strategy[" +
+                     std::to_string(limits::kMaxStrategies) + "]: at most " + std::to_string(limits::kMaxStrategies) +
+                     " [[strategy]] tables");
   for (size_t i = 0; i < array->size(); ++i) {
     const toml::table* table = array->get(i)->as_table();
     StrategyEntry entry;
@@ -365,12 +378,12 @@ void read_strategies(Recipe& recipe, const toml::table& document, bool search) {
     if (!name || name->empty()) reader.fail(nullptr, "name", "is required (the strategy plugin's name)");
     entry.name = *name;
     if (search) {
-      auto degrees = reader.integer_choices("degree", 1);
+      auto degrees = reader.integer_choices("degree", limits::kDegree);
       entry.degree_written = degrees.has_value();
       entry.degree_choices = degrees.value_or(std::vector<int64_t>{});
       if (entry.degree_choices.size() == 1) entry.degree = entry.degree_choices.front();
     } else {
-      entry.degree = reader.integer("degree", 1);
+      entry.degree = reader.integer("degree", limits::kDegree);
     }
     for (const StrategyEntry& earlier : recipe.strategies)
       if (earlier.name == entry.name)
@@ -406,7 +419,7 @@ std::unique_ptr<Recipe> build_recipe(toml::table document, const std::string& fi
 }  // namespace
 
 std::unique_ptr<Recipe> read_recipe(const std::filesystem::path& file, const RecipeReaderOptions& options) {
-  return build_recipe(read_toml_file(file), file.string(), options);
+  return build_recipe(read_toml_file(file, "recipe"), file.string(), options);
 }
 
 std::unique_ptr<Recipe> parse_recipe(std::string_view text, const std::string& file_name,

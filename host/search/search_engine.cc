@@ -14,6 +14,7 @@
 #include "host/plan/hardware_binding.h"
 #include "host/plan/workload_builder.h"
 #include "host/plugin/plugin_instance.h"
+#include "host/core/divisors.h"
 #include "host/plan/strategy_application.h"
 #include "host/plugin/abi_history.h"
 
@@ -32,17 +33,6 @@ struct WorkItem {
   pp_recompute recompute = PP_RECOMPUTE_NONE;
   std::vector<uint64_t> plans_below;  // plans_below[l]: plans formed by slots l.. (size slots + 1)
 };
-
-std::vector<int64_t> divisors(int64_t value) {
-  std::vector<int64_t> result;
-  for (int64_t d = 1; d * d <= value; ++d)
-    if (value % d == 0) {
-      result.push_back(d);
-      if (d != value / d) result.push_back(value / d);
-    }
-  std::sort(result.begin(), result.end());
-  return result;
-}
 
 uint64_t compatible_options(const StrategySlot& slot, int64_t degree) {
   if (degree == 0) return 1;

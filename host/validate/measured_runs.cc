@@ -11,6 +11,7 @@
 #include "host/core/errors.h"
 #include "host/core/joined.h"
 #include "host/validate/csv_records.h"
+#include "host/recipe/input_file.h"
 
 namespace paraplan::host {
 namespace {
@@ -221,12 +222,7 @@ std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::s
 }
 
 std::vector<MeasuredRun> read_measured_runs(const std::filesystem::path& file) {
-  std::error_code error;
-  std::ifstream stream(file, std::ios::binary);
-  if (!std::filesystem::is_regular_file(file, error) || !stream) throw InputError(file.string() + ": cannot open file");
-  std::stringstream text;
-  text << stream.rdbuf();
-  return parse_measured_runs(text.str(), file.string());
+  return parse_measured_runs(read_bounded_file(file, kMaxCsvBytes, "CSV of measured runs"), file.string());
 }
 
 void check_unique_ids(const std::vector<MeasuredRun>& runs) {

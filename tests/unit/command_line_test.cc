@@ -84,7 +84,7 @@ TEST(CommandLine, EvaluateTextReportIsReadable) {
 TEST(CommandLine, InputErrorsExitWithThree) {
   CommandRun missing = run({"evaluate", "/nonexistent.toml"});
   EXPECT_EQ(missing.exit_code, 3);
-  EXPECT_EQ(missing.err, "paraplan: error: /nonexistent.toml: cannot open file\n");
+  EXPECT_EQ(missing.err, "paraplan: error: /nonexistent.toml: cannot open file (No such file or directory)\n");
 }
 
 }  // namespace

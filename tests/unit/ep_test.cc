@@ -217,8 +217,12 @@ TEST(ExpertParallel, DegreeMustDivideTheExperts) {
 }
 
 TEST(ExpertParallel, DegreeMustDivideDataParallelism) {
+  // 8 GPUs, tp = 4: data parallelism has 2 ranks, which 8-way expert parallelism cannot divide.
+  const std::string recipe = mixtral_recipe(8, "degree = 8\n", 8) + "[[strategy]]\nname = \"tp\"\ndegree = 4\n";
+  expect_error<PlanError>([&] { test::evaluate_recipe(recipe); }, {"ep = 8 must divide the data-parallel size 2"});
+  // A degree above the GPU count is refused before any strategy sees it.
   expect_error<PlanError>([] { test::evaluate_recipe(mixtral_recipe(2, "degree = 4\n", 2)); },
-                          {"ep = 4 must divide the data-parallel size 2"});
+                          {"strategy[0] 'ep': degree 4 exceeds cluster.num_gpus = 2"});
 }
 
 }  // namespace
