@@ -8,6 +8,7 @@
 
 #include "host/cli/command.h"
 #include "host/cli/common_options.h"
+#include "host/cli/plugin_check.h"
 #include "host/core/errors.h"
 #include "host/core/text_sanitizer.h"
 #include "host/report/report_output.h"
@@ -141,6 +142,34 @@ int describe_plugin(const PluginCatalog& catalog, const std::string& name, bool 
   return kExitOk;
 }
 
+int check_plugin(const PluginCatalog& catalog, const std::string& file, bool json) {
+  const PluginCheck check = check_plugin_file(std::filesystem::absolute(file), catalog, plugin_scan_timeout());
+  if (json) {
+    nlohmann::ordered_json report{{"file", check.file.string()}, {"plugin", check.plugin}, {"kind", check.kind},
+                                  {"passed", check.passed()}, {"stages", nlohmann::ordered_json::array()}};
+    for (const CheckStage& stage : check.stages)
+      report["stages"].push_back({{"stage", stage.name}, {"status", stage.status}, {"detail", stage.detail}});
+    report_stream() << dump_json(report) << "\n";
+  } else {
+    std::ostream& out = report_stream();
+    out << check.file.string();
+    if (!check.plugin.empty()) out << ": plugin '" << check.plugin << "' (" << check.kind << ")";
+    out << "\n";
+    for (const CheckStage& stage : check.stages)
+      out << "  " << std::left << std::setw(16) << stage.name << std::setw(9) << stage.status << stage.detail << "\n";
+    out << (check.passed() ? "passed" : "FAILED") << "\n";
+  }
+  if (!check.passed())
+    throw InputError(check.file.string() + ": the plugin failed its check (stage '" +
+                     [&] {
+                       for (const CheckStage& stage : check.stages)
+                         if (stage.status == "failed") return stage.name;
+                       return std::string("load");
+                     }() +
+                     "')");
+  return kExitOk;
+}
+
 }  // namespace
 
 int run_plugins_command(const std::vector<std::string>& arguments) {
@@ -156,12 +185,20 @@ int run_plugins_command(const std::vector<std::string>& arguments) {
   po::variables_map variables;
   parse_arguments(arguments, all, positional, variables);
   if (common.help || action.empty()) {
-    print_command_help("paraplan plugins list|describe NAME [options]",
-                       "List the plugins found on the search path, or describe one plugin and the recipe keys it\n"
-                       "accepts (type, default, range, meaning).",
+    print_command_help("paraplan plugins list|describe NAME|check FILE [options]",
+                       "List the plugins found on the search path, describe one plugin and the recipe keys it\n"
+                       "accepts (type, default, range, meaning), or check a plugin file: load it, create it and\n"
+                       "run what its kind does on a small plan (validate and apply, describe and price, run,\n"
+                       "export), all in a child process, reporting each stage and where it crashed or hung.",
                        options,
-                       "Search path: --plugin-path, then PARAPLAN_PLUGIN_PATH (colon-separated), then\n"
-                       "<exe>/../lib/paraplan/plugins. Files that fail to load are listed with the reason.\n");
+                       "Search path: --plugin-path (absolute), then PARAPLAN_PLUGIN_PATH (colon-separated,\n"
+                       "absolute), then <exe>/../lib/paraplan/plugins; never the current directory. Each file is\n"
+                       "first loaded in a child process (PARAPLAN_PLUGIN_SCAN_TIMEOUT seconds, 10 by default) and\n"
+                       "the answer cached (PARAPLAN_PLUGIN_CACHE: a file, or off). Files that crash, hang, print,\n"
+                       "fail the handshake, lie where anyone may write, or are shadowed are listed with the reason.\n"
+                       "A name found twice: --plugin-path wins over the bundled plugins, which win over\n"
+                       "PARAPLAN_PLUGIN_PATH.\n\n"
+                       "Exit codes: 0 success; 2 usage error; 3 a plugin named is missing or failed its check.\n");
     return common.help ? kExitOk : kExitUsage;
   }
   configure_logging(common);
@@ -173,7 +210,11 @@ int run_plugins_command(const std::vector<std::string>& arguments) {
     if (name.empty()) throw UsageError("'plugins describe' needs a plugin NAME (see 'paraplan plugins list')");
     return describe_plugin(scan_plugins(common), name, common.json);
   }
-  throw UsageError("unknown action '" + action + "' for 'plugins'; use 'list' or 'describe NAME'");
+  if (action == "check") {
+    if (name.empty()) throw UsageError("'plugins check' needs a plugin FILE (a .so)");
+    return check_plugin(scan_plugins(common), name, common.json);
+  }
+  throw UsageError("unknown action '" + action + "' for 'plugins'; use 'list', 'describe NAME' or 'check FILE'");
 }
 
 }  // namespace paraplan::host

@@ -57,8 +57,11 @@ class Scanner {
   }
   ~Scanner() { cache_.save(); }
 
-  // The record of `file`, or why it is skipped.
-  std::optional<PluginRecord> examine(const std::filesystem::path& file, PluginOrigin origin, std::string& reason) {
+  // The record of `file`, or why it is skipped; `known` says the scan cache had the answer (and
+  // so an earlier command reported a refusal already).
+  std::optional<PluginRecord> examine(const std::filesystem::path& file, PluginOrigin origin, std::string& reason,
+                                      bool& known) {
+    known = false;
     if (std::string untrusted = untrusted_file_reason(file); !untrusted.empty()) {
       if (!options_.allow_insecure) {
         reason = file.string() + ": refused: " + untrusted + " (--allow-insecure-plugins loads it anyway)";
@@ -72,6 +75,7 @@ class Scanner {
     const std::optional<FileStamp> stamp = stamp_of(target);
     std::optional<CachedProbe> probe = stamp ? cache_.lookup(file, *stamp) : std::nullopt;
     if (probe) {
+      known = true;
       spdlog::debug("{}: known from the scan cache {}", file.string(), cache_.file().string());
     } else {
       probe.emplace();
@@ -131,10 +135,12 @@ PluginCatalog PluginCatalog::scan(const std::vector<PluginDirectory>& directorie
       }
       for (const std::filesystem::path& file : plugin_files(directory.path)) {
         std::string reason;
-        if (std::optional<PluginRecord> record = scanner.examine(file, directory.origin, reason)) {
+        bool known = false;
+        if (std::optional<PluginRecord> record = scanner.examine(file, directory.origin, reason, known)) {
           found.push_back(std::move(*record));
         } else {
-          spdlog::warn("skipping plugin {}", reason);
+          // Said once, when the file is first found as it is; `plugins list` shows it every time.
+          spdlog::log(known ? spdlog::level::debug : spdlog::level::warn, "skipping plugin {}", reason);
           catalog.skipped_.push_back({file, reason});
         }
       }

@@ -7,32 +7,11 @@ paraplan=$(realpath "$1") tests=$(realpath "$2") recipes=$(realpath "$3") plugin
 data=$tests/data
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-failures=0 passed=0
+source "$tests/cli/expect.sh"
 # This host's ABI ("1.5") and the versions the broken test plugins claim relative to it.
 host_abi=$("$paraplan" --version | sed -E 's/.*SDK ABI ([0-9]+)\.([0-9]+).*/\1.\2/')
 abi_major=${host_abi%.*} abi_minor=${host_abi#*.}
 next_major="$((abi_major + 1)).$abi_minor" next_minor="$abi_major.$((abi_minor + 1))"
-
-# expect NAME CODE PATTERN -- ARGS...: runs paraplan ARGS, checks the exit code and that stderr
-# matches PATTERN (an extended regex; empty: stderr must be empty) with exactly one error line.
-expect() {
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  "$paraplan" "$@" >"$scratch/out" 2>"$scratch/err"
-  local actual=$?
-  local errors
-  errors=$(grep -c '^paraplan: error' "$scratch/err")
-  local matched=yes
-  if [[ -z $pattern ]]; then [[ -s $scratch/err ]] && matched=no
-  else grep -Eq -- "$pattern" "$scratch/err" || matched=no; fi
-  if [[ $actual -ne $code || $matched == no ]] || [[ $code -ne 0 && $errors -ne 1 ]]; then
-    echo "FAIL $name: exit $actual (want $code), stderr:"; sed 's/^/    /' "$scratch/err"
-    failures=$((failures + 1))
-  else
-    echo "ok   $name"
-    passed=$((passed + 1))
-  fi
-}
 
 with_plugin() {  # a copy of named_plugin.toml naming plugin $1
   sed "s/PLUGIN/$1/" "$data/named_plugin.toml" >"$scratch/$1.toml"
