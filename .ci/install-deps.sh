@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin libopenblas-dev
+  clang libclang-rt-14-dev
 )
 missing=()
 for package in "${packages[@]}"; do

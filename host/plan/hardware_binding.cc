@@ -5,9 +5,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include <spdlog/spdlog.h>
+
 #include "host/core/errors.h"
 #include "host/plan/profile_check.h"
 #include "host/plugin/abi_history.h"
+#include "host/plugin/plugin_trust.h"
 #include "host/recipe/input_file.h"
 #include "host/recipe/source_location.h"
 
@@ -123,6 +126,10 @@ std::unique_ptr<HardwareBinding> open_hardware(const Recipe& recipe, const Plugi
   }
   toml::table arguments;
   if (from_file) {
+    // Named by the recipe, so used; but say so when anyone could have changed its figures.
+    if (std::string untrusted = untrusted_file_reason(recipe.cluster.hardware_file); !untrusted.empty())
+      spdlog::warn("hardware profile {}: {}; its figures may not be what you expect", recipe.cluster.hardware_file,
+                   untrusted);
     // Bounded and shallow before the plugin parses it, like every TOML input (input_file.h).
     check_toml_depth(read_bounded_file(recipe.cluster.hardware_file, kMaxTomlBytes, "hardware profile"),
                      recipe.cluster.hardware_file);

@@ -7,7 +7,7 @@
 namespace paraplan::host {
 namespace {
 
-constexpr const char* kOwner = "model";
+constexpr const char* kOwner = PP_OWNER_MODEL;
 constexpr double kActivationBytes = 2.0;  // bf16/fp16 activations, also under fp8 GEMMs
 constexpr double kResidualAddBytes = 3.0 * kActivationBytes + 1.0;  // two reads, a write, a dropout mask
 
@@ -66,7 +66,7 @@ class OpEmitter {
   void attention(double seq, double head_dim, double batch_heads, bool fused) {
     const pp_dtype dtype = dtype_ == PP_DTYPE_FP8 ? PP_DTYPE_BF16 : dtype_;
     if (fused) {
-      pp_op op = make_op(PP_OP_ATTENTION, PP_PHASE_FORWARD, scope_, "attention_core", kOwner);
+      pp_op op = make_op(PP_OP_ATTENTION, PP_PHASE_FORWARD, scope_, PP_OP_ATTENTION_CORE, kOwner);
       op.m = seq, op.n = seq, op.k = head_dim, op.count = batch_heads;
       op.flops = 4.0 * seq * seq * head_dim * batch_heads;
       op.dtype = dtype;
@@ -80,8 +80,8 @@ class OpEmitter {
       op.dtype = dtype;
       emit(op, /*attention=*/true);
     };
-    batched("attention_scores", seq, head_dim);   // Q K^T: s x d times d x s per head
-    batched("attention_context", head_dim, seq);  // P V: s x s times s x d per head
+    batched(PP_OP_ATTENTION_SCORES, seq, head_dim);   // Q K^T: s x d times d x s per head
+    batched(PP_OP_ATTENTION_CONTEXT, head_dim, seq);  // P V: s x s times s x d per head
   }
   // A memory-bound kernel moving `bytes` forward and `backward_bytes` backward (default: twice
   // the forward, a gradient for each input read).
@@ -122,9 +122,11 @@ void add_memory(Plan& plan, pp_memory_kind kind, pp_scope scope, const char* nam
 void add_model_state(Plan& plan, pp_scope scope, const char* suffix, double parameters, pp_optimizer optimizer,
                      double gradient_bytes) {
   double optimizer_bytes = optimizer == PP_OPTIMIZER_ADAM ? 12.0 : 8.0;
-  add_memory(plan, PP_MEMORY_PARAMETERS, scope, (std::string("weights.") + suffix).c_str(), 2.0 * parameters);
-  add_memory(plan, PP_MEMORY_GRADIENTS, scope, (std::string("grads.") + suffix).c_str(), gradient_bytes * parameters);
-  add_memory(plan, PP_MEMORY_OPTIMIZER, scope, (std::string("optimizer.") + suffix).c_str(),
+  add_memory(plan, PP_MEMORY_PARAMETERS, scope, (std::string(PP_MEMORY_PREFIX_WEIGHTS) + suffix).c_str(),
+             2.0 * parameters);
+  add_memory(plan, PP_MEMORY_GRADIENTS, scope, (std::string(PP_MEMORY_PREFIX_GRADS) + suffix).c_str(),
+             gradient_bytes * parameters);
+  add_memory(plan, PP_MEMORY_OPTIMIZER, scope, (std::string(PP_MEMORY_PREFIX_OPTIMIZER) + suffix).c_str(),
              optimizer_bytes * parameters);
 }
 
@@ -149,11 +151,11 @@ void add_fp8_casts(OpEmitter& emit, const Shape& s, double routed_tokens, double
   const double t = s.tokens, h = s.hidden, q_width = s.heads * s.head_dim;
   const double qkv_width = q_width + 2.0 * s.kv_heads * s.head_dim, up_outputs = s.swiglu ? 2.0 : 1.0;
   const double blocks = s.moe ? 1.0 : 2.0;  // an MoE layer's MLP inputs and gradients are the experts'
-  emit.memory_bound("fp8_cast_seq", kCastBytes * t * h * blocks, kCastBytes * t * h * blocks);
-  emit.memory_bound("fp8_cast_tensor", kCastBytes * t * (q_width + (s.moe ? 0.0 : ffn)),
+  emit.memory_bound(PP_OP_FP8_CAST_SEQ, kCastBytes * t * h * blocks, kCastBytes * t * h * blocks);
+  emit.memory_bound(PP_OP_FP8_CAST_TENSOR, kCastBytes * t * (q_width + (s.moe ? 0.0 : ffn)),
                     kCastBytes * t * (qkv_width + (s.moe ? 0.0 : up_outputs * ffn)));
   if (s.moe)
-    emit.memory_bound("fp8_cast_expert", kCastBytes * routed_tokens * (h + ffn),
+    emit.memory_bound(PP_OP_FP8_CAST_EXPERT, kCastBytes * routed_tokens * (h + ffn),
                       kCastBytes * routed_tokens * (up_outputs * ffn + h));
 }
 
@@ -161,8 +163,8 @@ void add_layer(Plan& plan, const Shape& s, const pp_training& training, const Wo
   OpEmitter emit(plan, PP_SCOPE_LAYER, gemm_dtype(training), training.recompute);
   const double t = s.tokens, h = s.hidden, d = s.head_dim;
   const double q_width = s.heads * d, kv_width = s.kv_heads * d;
-  emit.memory_bound("attn_norm", 2.0 * kActivationBytes * t * h);
-  emit.gemm("qkv", t, q_width + 2.0 * kv_width, h);
+  emit.memory_bound(PP_OP_ATTN_NORM, 2.0 * kActivationBytes * t * h);
+  emit.gemm(PP_OP_QKV, t, q_width + 2.0 * kv_width, h);
   emit.attention(s.seq, d, s.batch * s.heads, options.flash_attention);
   if (!options.flash_attention) {
     // Without a fused attention kernel the b·a·s² scores go through HBM: scale-mask-softmax
@@ -170,32 +172,32 @@ void add_layer(Plan& plan, const Shape& s, const pp_training& training, const Wo
     // mask (5); backward, dropout's gradient (read 2 + mask 1, write 2) and softmax's (read
     // probabilities and gradient, write 2 + 2 + 2). Recomputed with the core (selective).
     const double scores = s.batch * s.heads * s.seq * s.seq;
-    emit.memory_bound("attention_softmax", 9.0 * scores, 11.0 * scores, /*attention=*/true);
+    emit.memory_bound(PP_OP_ATTENTION_SOFTMAX, 9.0 * scores, 11.0 * scores, /*attention=*/true);
   }
-  emit.gemm("attn_out", t, h, q_width);
+  emit.gemm(PP_OP_ATTN_OUT, t, h, q_width);
   // Bias, dropout and residual add after each block, fused (Megatron-LM's bias_dropout_add):
   // read the block's output and the residual stream, write the sum and the 1-byte mask forward
   // (7 bytes per element); backward reads the gradient and mask and writes both branches' (7).
-  emit.memory_bound("attn_residual", kResidualAddBytes * t * h, kResidualAddBytes * t * h);
-  emit.memory_bound("mlp_norm", 2.0 * kActivationBytes * t * h);
+  emit.memory_bound(PP_OP_ATTN_RESIDUAL, kResidualAddBytes * t * h, kResidualAddBytes * t * h);
+  emit.memory_bound(PP_OP_MLP_NORM, 2.0 * kActivationBytes * t * h);
   double ffn = s.ffn;
   double routed_tokens = t;
   if (s.moe) {
-    emit.gemm("router", t, s.experts, h);
+    emit.gemm(PP_OP_ROUTER, t, s.experts, h);
     // Each token visits top_k routed experts plus every shared expert.
     routed_tokens = t * (s.top_k + s.shared_experts);
     ffn = s.expert_ffn;
-    emit.gemm("expert_up", routed_tokens, ffn, h);
-    if (s.swiglu) emit.gemm("expert_gate", routed_tokens, ffn, h);
-    emit.memory_bound("expert_act", (s.swiglu ? 3.0 : 2.0) * kActivationBytes * routed_tokens * ffn);
-    emit.gemm("expert_down", routed_tokens, h, ffn);
+    emit.gemm(PP_OP_EXPERT_UP, routed_tokens, ffn, h);
+    if (s.swiglu) emit.gemm(PP_OP_EXPERT_GATE, routed_tokens, ffn, h);
+    emit.memory_bound(PP_OP_EXPERT_ACT, (s.swiglu ? 3.0 : 2.0) * kActivationBytes * routed_tokens * ffn);
+    emit.gemm(PP_OP_EXPERT_DOWN, routed_tokens, h, ffn);
   } else {
-    emit.gemm("mlp_up", t, ffn, h);
-    if (s.swiglu) emit.gemm("mlp_gate", t, ffn, h);
-    emit.memory_bound("mlp_act", (s.swiglu ? 3.0 : 2.0) * kActivationBytes * t * ffn);
-    emit.gemm("mlp_down", t, h, ffn);
+    emit.gemm(PP_OP_MLP_UP, t, ffn, h);
+    if (s.swiglu) emit.gemm(PP_OP_MLP_GATE, t, ffn, h);
+    emit.memory_bound(PP_OP_MLP_ACT, (s.swiglu ? 3.0 : 2.0) * kActivationBytes * t * ffn);
+    emit.gemm(PP_OP_MLP_DOWN, t, h, ffn);
   }
-  emit.memory_bound("mlp_residual", kResidualAddBytes * t * h, kResidualAddBytes * t * h);
+  emit.memory_bound(PP_OP_MLP_RESIDUAL, kResidualAddBytes * t * h, kResidualAddBytes * t * h);
   if (training.precision == PP_PRECISION_FP8) add_fp8_casts(emit, s, routed_tokens, ffn);
 
   // Activations kept for backward, per layer and micro-batch (Korthikanti et al. 2022, sec. 4.1,
@@ -203,34 +205,34 @@ void add_layer(Plan& plan, const Shape& s, const pp_training& training, const Wo
   const double sbh = t * h;
   auto act = [&](const char* name, double bytes) { add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_LAYER, name, bytes); };
   if (training.recompute == PP_RECOMPUTE_FULL) {
-    act("act.seq.layer_input", kActivationBytes * sbh);
+    act(PP_MEMORY_ACT_LAYER_INPUT, kActivationBytes * sbh);
     return;
   }
   // FP8 training (Transformer Engine) keeps a GEMM's input for the weight gradient as the 1-byte
   // cast it multiplied; tensors other kernels read back (norm inputs, Q/K/V) stay 2 bytes.
   const double gemm_input_bytes = training.precision == PP_PRECISION_FP8 ? 1.0 : kActivationBytes;
-  act("act.seq.attn_norm_input", kActivationBytes * sbh);
-  act("act.seq.qkv_input", gemm_input_bytes * sbh);
-  act("act.tensor.q", kActivationBytes * t * q_width);
-  act("act.tensor.k", kActivationBytes * t * kv_width);
-  act("act.tensor.v", kActivationBytes * t * kv_width);
+  act(PP_MEMORY_ACT_ATTN_NORM_INPUT, kActivationBytes * sbh);
+  act(PP_MEMORY_ACT_QKV_INPUT, gemm_input_bytes * sbh);
+  act(PP_MEMORY_ACT_Q, kActivationBytes * t * q_width);
+  act(PP_MEMORY_ACT_K, kActivationBytes * t * kv_width);
+  act(PP_MEMORY_ACT_V, kActivationBytes * t * kv_width);
   if (!options.flash_attention && training.recompute != PP_RECOMPUTE_SELECTIVE)
-    act("act.tensor.attention_scores", 5.0 * s.heads * s.seq * s.seq * s.batch);  // softmax 2 + mask 1 + dropout 2
-  act("act.tensor.attn_out_input", gemm_input_bytes * t * q_width);
-  act("act.seq.attn_dropout_mask", sbh);  // 1 byte per element
-  act("act.seq.mlp_norm_input", kActivationBytes * sbh);
-  act("act.seq.mlp_input", gemm_input_bytes * sbh);
+    act(PP_MEMORY_ACT_ATTENTION_SCORES, 5.0 * s.heads * s.seq * s.seq * s.batch);  // softmax 2 + mask 1 + dropout 2
+  act(PP_MEMORY_ACT_ATTN_OUT_INPUT, gemm_input_bytes * t * q_width);
+  act(PP_MEMORY_ACT_ATTN_DROPOUT_MASK, sbh);  // 1 byte per element
+  act(PP_MEMORY_ACT_MLP_NORM_INPUT, kActivationBytes * sbh);
+  act(PP_MEMORY_ACT_MLP_INPUT, gemm_input_bytes * sbh);
   // GELU keeps its input and output (2 tensors of width f), SwiGLU gate, up and their product;
   // the last of them is the down projection's input.
   const double hidden_bytes = (s.swiglu ? 2.0 : 1.0) * kActivationBytes + gemm_input_bytes;
   if (s.moe) {
-    act("act.seq.router_probs", 4.0 * t * s.experts);  // the router is not split by TP
-    act("act.expert.input", gemm_input_bytes * routed_tokens * h);
-    act("act.expert.hidden", hidden_bytes * routed_tokens * ffn);
+    act(PP_MEMORY_ACT_ROUTER_PROBS, 4.0 * t * s.experts);  // the router is not split by TP
+    act(PP_MEMORY_ACT_EXPERT_INPUT, gemm_input_bytes * routed_tokens * h);
+    act(PP_MEMORY_ACT_EXPERT_HIDDEN, hidden_bytes * routed_tokens * ffn);
   } else {
-    act("act.tensor.mlp_hidden", hidden_bytes * t * ffn);
+    act(PP_MEMORY_ACT_MLP_HIDDEN, hidden_bytes * t * ffn);
   }
-  act("act.seq.mlp_dropout_mask", sbh);
+  act(PP_MEMORY_ACT_MLP_DROPOUT_MASK, sbh);
 }
 
 }  // namespace
@@ -260,27 +262,32 @@ void build_workload(Plan& plan, const WorkloadOptions& options) {
   const ParameterCounts parameters = count_parameters(model);
 
   OpEmitter embedding(plan, PP_SCOPE_EMBEDDING, gemm_dtype(training), training.recompute);
-  embedding.memory_bound("embedding", 2.0 * kActivationBytes * s.tokens * s.hidden);  // gather rows, write
-  add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_EMBEDDING, "act.seq.embedding_dropout_mask", s.tokens * s.hidden);
+  embedding.memory_bound(PP_OP_EMBEDDING, 2.0 * kActivationBytes * s.tokens * s.hidden);  // gather rows, write
+  add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_EMBEDDING, PP_MEMORY_ACT_EMBEDDING_DROPOUT_MASK,
+             s.tokens * s.hidden);
 
   add_layer(plan, s, training, options);
 
   OpEmitter head(plan, PP_SCOPE_HEAD, gemm_dtype(training), training.recompute);
-  head.memory_bound("final_norm", 2.0 * kActivationBytes * s.tokens * s.hidden);
-  head.gemm("logits", s.tokens, s.vocab, s.hidden);
-  head.memory_bound("loss", 3.0 * 4.0 * s.tokens * s.vocab);  // fp32 softmax: read logits, write probs, read for grad
-  add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_HEAD, "act.head.logits", 4.0 * s.tokens * s.vocab);
+  head.memory_bound(PP_OP_FINAL_NORM, 2.0 * kActivationBytes * s.tokens * s.hidden);
+  head.gemm(PP_OP_LOGITS, s.tokens, s.vocab, s.hidden);
+  head.memory_bound(PP_OP_LOSS, 3.0 * 4.0 * s.tokens * s.vocab);  // fp32 softmax: read logits, write probs, read for grad
+  add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_HEAD, PP_MEMORY_ACT_LOGITS, 4.0 * s.tokens * s.vocab);
 
   const double gradient_bytes = options.fp32_main_grads ? 4.0 : 2.0;
-  add_model_state(plan, PP_SCOPE_EMBEDDING, "embedding", parameters.embedding, training.optimizer, gradient_bytes);
-  add_model_state(plan, PP_SCOPE_LAYER, "layer", parameters.per_layer, training.optimizer, gradient_bytes);
+  add_model_state(plan, PP_SCOPE_EMBEDDING, PP_MEMORY_SUFFIX_EMBEDDING, parameters.embedding, training.optimizer,
+                  gradient_bytes);
+  add_model_state(plan, PP_SCOPE_LAYER, PP_MEMORY_SUFFIX_LAYER, parameters.per_layer, training.optimizer,
+                  gradient_bytes);
   if (parameters.experts_per_layer > 0)
-    add_model_state(plan, PP_SCOPE_LAYER, "experts", parameters.experts_per_layer, training.optimizer, gradient_bytes);
-  add_model_state(plan, PP_SCOPE_HEAD, "head", parameters.head, training.optimizer, gradient_bytes);
-  add_optimizer_step(plan, PP_SCOPE_EMBEDDING, "optimizer_step", parameters.embedding, training.optimizer);
-  add_optimizer_step(plan, PP_SCOPE_LAYER, "optimizer_step", parameters.per_layer, training.optimizer);
-  add_optimizer_step(plan, PP_SCOPE_LAYER, "optimizer_step.experts", parameters.experts_per_layer, training.optimizer);
-  add_optimizer_step(plan, PP_SCOPE_HEAD, "optimizer_step", parameters.head, training.optimizer);
+    add_model_state(plan, PP_SCOPE_LAYER, PP_MEMORY_SUFFIX_EXPERTS, parameters.experts_per_layer, training.optimizer,
+                    gradient_bytes);
+  add_model_state(plan, PP_SCOPE_HEAD, PP_MEMORY_SUFFIX_HEAD, parameters.head, training.optimizer, gradient_bytes);
+  add_optimizer_step(plan, PP_SCOPE_EMBEDDING, PP_OP_OPTIMIZER_STEP, parameters.embedding, training.optimizer);
+  add_optimizer_step(plan, PP_SCOPE_LAYER, PP_OP_OPTIMIZER_STEP, parameters.per_layer, training.optimizer);
+  add_optimizer_step(plan, PP_SCOPE_LAYER, PP_OP_OPTIMIZER_STEP_EXPERTS, parameters.experts_per_layer,
+                     training.optimizer);
+  add_optimizer_step(plan, PP_SCOPE_HEAD, PP_OP_OPTIMIZER_STEP, parameters.head, training.optimizer);
 }
 
 }  // namespace paraplan::host

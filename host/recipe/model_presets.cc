@@ -5,7 +5,10 @@
 #include <set>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "host/plugin/plugin_search_path.h"
+#include "host/plugin/plugin_trust.h"
 
 namespace paraplan::host {
 
@@ -21,8 +24,14 @@ std::vector<std::filesystem::path> model_preset_directories(const std::filesyste
   if (const char* environment = std::getenv("PARAPLAN_MODEL_PATH")) {
     std::stringstream entries(environment);
     std::string entry;
-    while (std::getline(entries, entry, ':'))
-      if (!entry.empty()) directories.emplace_back(entry);
+    while (std::getline(entries, entry, ':')) {
+      if (entry.empty()) continue;
+      if (std::filesystem::path(entry).is_relative()) {
+        spdlog::warn("PARAPLAN_MODEL_PATH: skipping the relative entry '{}': preset directories must be absolute", entry);
+        continue;
+      }
+      directories.emplace_back(entry);
+    }
   }
   std::filesystem::path executable = current_executable();
   if (!executable.empty())
@@ -36,12 +45,18 @@ std::vector<std::filesystem::path> model_preset_directories(const std::filesyste
 std::optional<std::filesystem::path> find_model_preset(const std::string& preset,
                                                        const std::vector<std::filesystem::path>& directories) {
   // A preset is a bare name: no path separators, so a recipe cannot point outside the folders.
-  if (preset.empty() || preset.find('/') != std::string::npos || preset.find("..") != std::string::npos)
+  if (preset.empty() || preset.front() == '.' || preset.find('/') != std::string::npos ||
+      preset.find("..") != std::string::npos)
     return std::nullopt;
   for (const std::filesystem::path& directory : directories) {
     std::filesystem::path candidate = directory / (preset + ".toml");
     std::error_code error;
-    if (std::filesystem::is_regular_file(candidate, error)) return candidate;
+    if (!std::filesystem::exists(candidate, error)) continue;
+    if (std::string untrusted = untrusted_file_reason(candidate); !untrusted.empty()) {
+      spdlog::warn("skipping model preset {}: {}", candidate.string(), untrusted);
+      continue;
+    }
+    return candidate;
   }
   return std::nullopt;
 }
@@ -51,7 +66,7 @@ std::vector<std::string> list_model_presets(const std::vector<std::filesystem::p
   for (const std::filesystem::path& directory : directories) {
     std::error_code error;
     for (const auto& entry : std::filesystem::directory_iterator(directory, error))
-      if (entry.path().extension() == ".toml") names.insert(entry.path().stem().string());
+      if (entry.path().extension() == ".toml" && !is_hidden(entry.path())) names.insert(entry.path().stem().string());
   }
   return {names.begin(), names.end()};
 }

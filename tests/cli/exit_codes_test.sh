@@ -8,6 +8,9 @@ data=$tests/data
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 source "$tests/cli/expect.sh"
+# A scan cache of its own: a refusal already in a shared cache is logged at debug level only, and
+# the cases below expect the warning of a first scan.
+export PARAPLAN_PLUGIN_CACHE=$scratch/plugin-scan.json
 # This host's ABI ("1.5") and the versions the broken test plugins claim relative to it.
 host_abi=$("$paraplan" --version | sed -E 's/.*SDK ABI ([0-9]+)\.([0-9]+).*/\1.\2/')
 abi_major=${host_abi%.*} abi_minor=${host_abi#*.}

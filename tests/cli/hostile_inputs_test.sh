@@ -122,6 +122,15 @@ if [[ $(id -u) -eq 0 ]]; then
   mkdir -p "$scratch/foreign" && cp "$plugins/good/test_good.so" "$scratch/foreign/" && chown 65534 "$scratch/foreign/test_good.so"
   expect "path: a file of another user" 0 "belongs to uid 65534, neither you \(uid 0\) nor root" -- plugins list --plugin-path "$scratch/foreign"
 fi
+# The same rules for what is found implicitly: a preset planted where anyone may write is skipped.
+mkdir -p "$scratch/planted/models"
+printf 'layers = 1\nhidden = 8\nheads = 1\nvocab = 8\nseq_len = 8\n' >"$scratch/planted/models/llama2-7b.toml"
+chmod 777 "$scratch/planted/models"
+cp "$small" "$scratch/planted/recipe.toml"
+expect "path: a planted model preset" 0 "skipping model preset $scratch/planted/models/llama2-7b.toml: .*writable by everyone" -- \
+  evaluate "$scratch/planted/recipe.toml" --json
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["memory"]["parameters_bytes"] > 1e9' "$scratch/out" && pass ||
+  fail "path: the planted preset was used"
 mkdir -p "$scratch/export" "$scratch/elsewhere"
 ln -s "$scratch/elsewhere/stolen.sh" "$scratch/export/launch_megatron.sh"
 expect "path: export never writes through a link" 3 "launch_megatron.sh: cannot write the exported file \(it is a symbolic link\)" -- \

@@ -4,7 +4,9 @@
 // (host/plugin/abi_history.h), which docs/sdk.md prints.
 #include "host/plugin/abi_history.h"
 
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 
@@ -32,6 +34,27 @@ TEST(AbiHistory, OneRowPerReleasedMinorAndAFrozenCopyOfEach) {
   ASSERT_EQ(abi_history().size(), PP_ABI_MINOR + 1u);
   ASSERT_EQ(std::size(test::kFrozenAbiSizes), abi_history().size());
   for (uint32_t minor = 0; minor <= PP_ABI_MINOR; ++minor) EXPECT_EQ(abi_history()[minor].minor, minor);
+}
+
+// The current minor's frozen copy is today's headers, file for file: an SDK change either keeps
+// them equal (refresh the copy while the minor is unreleased) or starts a new minor.
+TEST(AbiHistory, TheCurrentMinorsCopyIsTodaysHeaders) {
+  namespace fs = std::filesystem;
+  const fs::path today = PARAPLAN_SOURCE_DIR "/sdk/include/paraplan";
+  const fs::path frozen = fs::path(PARAPLAN_SOURCE_DIR "/tests/abi") / ("1." + std::to_string(PP_ABI_MINOR)) /
+                          "include" / "paraplan";
+  auto contents = [](const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(today)) {
+    ++files;
+    EXPECT_TRUE(fs::exists(frozen / entry.path().filename())) << entry.path().filename() << " is not in " << frozen;
+    EXPECT_EQ(contents(entry.path()), contents(frozen / entry.path().filename()))
+        << entry.path().filename() << " differs from its copy in " << frozen;
+  }
+  EXPECT_EQ(static_cast<size_t>(std::distance(fs::directory_iterator(frozen), fs::directory_iterator())), files);
 }
 
 // The frozen headers are the released ones; the table must say what they say, struct by struct.

@@ -20,17 +20,17 @@ inline bool communicates(const pp_op& op) {
 
 // Canonical expert op names (plan.h): their time follows the rank's share of routed tokens.
 inline bool is_expert(std::string_view name) {
-  return name == "expert_up" || name == "expert_gate" || name == "expert_act" || name == "expert_down" ||
-         name == "fp8_cast_expert";
+  return name == PP_OP_EXPERT_UP || name == PP_OP_EXPERT_GATE || name == PP_OP_EXPERT_ACT ||
+         name == PP_OP_EXPERT_DOWN || name == PP_OP_FP8_CAST_EXPERT;
 }
 
 // plan.h's roles by name: "param_*" gathers parameters before the scope's compute, "grad_*"
 // reduces the scope's weight gradients after it.
 inline bool gathers_parameters(const pp_op& op) {
-  return communicates(op) && std::string_view(op.name).starts_with("param_");
+  return communicates(op) && paraplan::has_prefix(op.name, PP_OP_PREFIX_PARAM);
 }
 inline bool reduces_gradients(const pp_op& op) {
-  return communicates(op) && std::string_view(op.name).starts_with("grad_");
+  return communicates(op) && paraplan::has_prefix(op.name, PP_OP_PREFIX_GRAD);
 }
 
 inline const char* transfer_word(const pp_op& op) {

@@ -528,7 +528,7 @@ ProgramSet build_programs(const paraplan::PlanView& plan, const pp_hardware_bind
   for (const pp_op& op : ops)
     if (op.kind == PP_OP_SEND_RECV && op.scope == PP_SCOPE_STEP && set.pipeline_axis < 0) set.pipeline_axis = op.axis;
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (std::string_view(ops[i].name) != "expert_up") continue;
+    if (std::string_view(ops[i].name) != PP_OP_EXPERT_UP) continue;
     for (size_t j = i; j-- > 0 && ops[j].kind == PP_OP_COLLECTIVE;) set.expert_axis = ops[j].axis;
     break;
   }

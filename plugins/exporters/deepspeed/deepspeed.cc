@@ -55,8 +55,8 @@ class DeepSpeed : public paraplan::Exporter {
     const pp_pipeline& pipeline = plan.pipeline();
     std::vector<std::string> unexpressed;
 
-    const int64_t tp = plan.axis_degree("tp"), cp = plan.axis_degree("cp"), pp = plan.axis_degree("pp");
-    const int64_t ep = plan.axis_degree("ep");
+    const int64_t tp = plan.axis_degree(PP_AXIS_TP), cp = plan.axis_degree(PP_AXIS_CP);
+    const int64_t pp = plan.axis_degree(PP_AXIS_PP), ep = plan.axis_degree(PP_AXIS_EP);
     const int64_t dp = plan.data_parallel_size();
     const int64_t accumulation = std::max<int64_t>(1, pipeline.micro_batches);
 
@@ -82,15 +82,15 @@ class DeepSpeed : public paraplan::Exporter {
     }
 
     // ZeRO
-    const auto* fsdp = context.strategy("fsdp");
-    const auto* hsdp = context.strategy("hsdp");
+    const auto* fsdp = context.strategy(PP_STRATEGY_FSDP);
+    const auto* hsdp = context.strategy(PP_STRATEGY_HSDP);
     int64_t stage = 0;
     bool overlap = true;
     int64_t mics_group = 0;
     if (hsdp) {
       stage = hsdp->integer("stage", 3);
       overlap = hsdp->flag("overlap");
-      const int64_t group = plan.axis_degree("dp");
+      const int64_t group = plan.axis_degree(PP_AXIS_DP);
       if (stage == 3) {
         mics_group = group;
       } else {
@@ -168,8 +168,8 @@ class DeepSpeed : public paraplan::Exporter {
     }
 
     // tensor, sequence and context parallelism
-    const auto* tp_strategy = context.strategy("tp");
-    const auto* sp = context.strategy("sp");
+    const auto* tp_strategy = context.strategy(PP_STRATEGY_TP);
+    const auto* sp = context.strategy(PP_STRATEGY_SP);
     const std::string sp_mode = sp ? sp->setting("mode") : "";
     if (tp > 1) {
       config["tensor_parallel"] = json{{"autotp_size", tp}};
@@ -196,7 +196,7 @@ class DeepSpeed : public paraplan::Exporter {
 
     // expert parallelism
     if (ep > 1) {
-      const auto* ep_strategy = context.strategy("ep");
+      const auto* ep_strategy = context.strategy(PP_STRATEGY_EP);
       const std::string capacity = ep_strategy ? ep_strategy->setting("capacity_factor") : "";
       unexpressed.push_back("ep " + std::to_string(ep) +
                             ": DeepSpeed-MoE takes expert parallelism in the model code, not in ds_config: "

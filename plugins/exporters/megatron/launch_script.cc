@@ -34,7 +34,7 @@ std::string plan_summary(const paraplan::PlanView& plan) {
     if (axis.parent[0] != '\0') continue;
     text << (first ? "" : " x ") << axis.name << " " << axis.degree;
     first = false;
-    if (std::string_view(axis.name) == "pp")
+    if (std::string_view(axis.name) == PP_AXIS_PP)
       text << " (" << schedule_text(plan.pipeline()) << ", " << plan.pipeline().micro_batches << " micro-batches)";
     std::string inner;
     for (const pp_mesh_axis& child : plan.axes())

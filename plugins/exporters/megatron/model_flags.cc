@@ -44,7 +44,7 @@ namespace {
 bool fused_attention(const paraplan::PlanView& plan) {
   const auto ops = plan.ops();
   return std::any_of(ops.begin(), ops.end(), [](const pp_op& op) {
-    return op.kind == PP_OP_ATTENTION && std::string_view(op.name) == "attention_core";
+    return op.kind == PP_OP_ATTENTION && std::string_view(op.name) == PP_OP_ATTENTION_CORE;
   });
 }
 
@@ -119,7 +119,7 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
   out.data.add("--tokenizer-type", "NullTokenizer");
   out.data.add("--vocab-size", model.vocab - 1);
   // The vocabulary-parallel embedding splits the rows over tp: without that, Megatron-LM pads.
-  if (model.vocab % plan.axis_degree("tp") == 0) out.data.add("--padded-vocab-size", model.vocab);
+  if (model.vocab % plan.axis_degree(PP_AXIS_TP) == 0) out.data.add("--padded-vocab-size", model.vocab);
 }
 
 }  // namespace paraplan_megatron

@@ -105,10 +105,10 @@ void translate_pipeline(const paraplan::PlanView& plan, Translation& out) {
 
 // The data-parallel strategy (fsdp or hsdp). Returns true when it runs torch FSDP2.
 bool translate_data_parallel(const paraplan::PlanView& plan, const Strategy& strategy, Translation& out) {
-  const int64_t stage = strategy.integer("stage", strategy.name == "hsdp" ? 3 : 0);
+  const int64_t stage = strategy.integer("stage", strategy.name == PP_STRATEGY_HSDP ? 3 : 0);
   const bool overlap = strategy.setting("overlap").empty() || strategy.flag("overlap");
   const int64_t pipeline = std::max<int64_t>(plan.pipeline().stages, 1);
-  const int64_t experts = plan.axis_degree("ep");
+  const int64_t experts = plan.axis_degree(PP_AXIS_EP);
 
   auto distributed_optimizer = [&] {
     out.parallelism.add("--use-distributed-optimizer");
@@ -118,15 +118,15 @@ bool translate_data_parallel(const paraplan::PlanView& plan, const Strategy& str
     }
   };
 
-  if (strategy.name == "hsdp") {
-    const int64_t replicas = plan.axis_degree("dp_replicate");
+  if (strategy.name == PP_STRATEGY_HSDP) {
+    const int64_t replicas = plan.axis_degree(PP_AXIS_DP_REPLICATE);
     distributed_optimizer();
     if (replicas > 1) out.parallelism.add("--num-distributed-optimizer-instances", replicas);
     if (stage >= 2)
       out.unexpressed.push_back("hsdp stage " + std::to_string(stage) +
                                 ": Megatron-LM shards only the optimizer state within a group "
                                 "(--num-distributed-optimizer-instances); exported as stage 1 in groups of " +
-                                std::to_string(plan.axis_degree("dp")) + ", " + std::to_string(replicas) +
+                                std::to_string(plan.axis_degree(PP_AXIS_DP)) + ", " + std::to_string(replicas) +
                                 " replicas");
     return false;
   }
@@ -153,8 +153,8 @@ bool translate_data_parallel(const paraplan::PlanView& plan, const Strategy& str
 }
 
 void translate_experts(const paraplan::PlanView& plan, const Strategy& strategy, Translation& out) {
-  out.parallelism.add("--expert-model-parallel-size", plan.axis_degree("ep"));
-  out.parallelism.add("--expert-tensor-parallel-size", plan.axis_degree("tp"));
+  out.parallelism.add("--expert-model-parallel-size", plan.axis_degree(PP_AXIS_EP));
+  out.parallelism.add("--expert-tensor-parallel-size", plan.axis_degree(PP_AXIS_TP));
   const std::string dispatcher = strategy.setting("dispatcher");
   out.moe.add("--moe-token-dispatcher-type", dispatcher.empty() ? "alltoall" : dispatcher);
   const std::string capacity = strategy.setting("capacity_factor");
@@ -172,11 +172,11 @@ void translate_experts(const paraplan::PlanView& plan, const Strategy& strategy,
 }  // namespace
 
 void translate_parallelism(const paraplan::PlanView& plan, const paraplan::ExportContext& context, Translation& out) {
-  const int64_t tensor = plan.axis_degree("tp");
-  const int64_t context_parallel = plan.axis_degree("cp");
-  const Strategy* tp = context.strategy("tp");
-  const Strategy* sp = context.strategy("sp");
-  const Strategy* ep = context.strategy("ep");
+  const int64_t tensor = plan.axis_degree(PP_AXIS_TP);
+  const int64_t context_parallel = plan.axis_degree(PP_AXIS_CP);
+  const Strategy* tp = context.strategy(PP_STRATEGY_TP);
+  const Strategy* sp = context.strategy(PP_STRATEGY_SP);
+  const Strategy* ep = context.strategy(PP_STRATEGY_EP);
 
   out.parallelism.add("--tensor-model-parallel-size", tensor);
   const std::string sp_mode = sp ? sp->setting("mode") : "";
@@ -204,9 +204,10 @@ void translate_parallelism(const paraplan::PlanView& plan, const paraplan::Expor
 
   bool torch_fsdp2 = false;
   for (const Strategy& strategy : context.strategies()) {
-    if (strategy.name == "fsdp" || strategy.name == "hsdp") {
+    if (strategy.name == PP_STRATEGY_FSDP || strategy.name == PP_STRATEGY_HSDP) {
       torch_fsdp2 = translate_data_parallel(plan, strategy, out) || torch_fsdp2;
-    } else if (strategy.name != "tp" && strategy.name != "sp" && strategy.name != "pp" && strategy.name != "ep") {
+    } else if (strategy.name != PP_STRATEGY_TP && strategy.name != PP_STRATEGY_SP && strategy.name != PP_STRATEGY_PP &&
+               strategy.name != PP_STRATEGY_EP) {
       out.unexpressed.push_back("strategy '" + strategy.name + "' (degree " + std::to_string(strategy.degree) +
                                 "): Megatron-LM has no equivalent; the script runs without it");
     }

@@ -157,8 +157,9 @@ class Torchtitan : public paraplan::Exporter {
     const pp_pipeline& pipeline = plan.pipeline();
     Strings unexpressed;
 
-    const int64_t tp = plan.axis_degree("tp"), cp = plan.axis_degree("cp"), pp = plan.axis_degree("pp");
-    const int64_t ep = plan.axis_degree("ep");
+    const int64_t tp = plan.axis_degree(PP_AXIS_TP), cp = plan.axis_degree(PP_AXIS_CP);
+    const int64_t pp = plan.axis_degree(PP_AXIS_PP);
+    const int64_t ep = plan.axis_degree(PP_AXIS_EP);
     const int64_t dp = plan.data_parallel_size();
     const int64_t micro_batches = std::max<int64_t>(1, pipeline.micro_batches);
 
@@ -198,13 +199,13 @@ class Torchtitan : public paraplan::Exporter {
     train.set("mixed_precision_reduce", std::string("float32"));
 
     // [parallelism]: data parallelism first
-    const auto* fsdp = context.strategy("fsdp");
-    const auto* hsdp = context.strategy("hsdp");
+    const auto* fsdp = context.strategy(PP_STRATEGY_FSDP);
+    const auto* hsdp = context.strategy(PP_STRATEGY_HSDP);
     int64_t replicate = 1, shard = 1;
     std::string reshard = "default";
     if (hsdp) {
-      replicate = plan.axis_degree("dp_replicate");
-      shard = plan.axis_degree("dp");
+      replicate = plan.axis_degree(PP_AXIS_DP_REPLICATE);
+      shard = plan.axis_degree(PP_AXIS_DP);
       const int64_t stage = hsdp->integer("stage", 3);
       if (stage < 3) {
         reshard = "never";
@@ -239,8 +240,8 @@ class Torchtitan : public paraplan::Exporter {
     if (shard > 1) parallel.set("fsdp_reshard_after_forward", reshard);
 
     // tensor and sequence parallelism
-    const auto* tp_strategy = context.strategy("tp");
-    const auto* sp = context.strategy("sp");
+    const auto* tp_strategy = context.strategy(PP_STRATEGY_TP);
+    const auto* sp = context.strategy(PP_STRATEGY_SP);
     const std::string sp_mode = sp ? sp->setting("mode") : "";
     parallel.set("tensor_parallel_degree", tp,
                  tp > 1 ? "torchtitan's TP always runs with sequence parallelism (sharded norms and dropout)" : "");
@@ -273,7 +274,7 @@ class Torchtitan : public paraplan::Exporter {
     // expert parallelism
     parallel.set("expert_parallel_degree", ep);
     if (ep > 1) {
-      const auto* ep_strategy = context.strategy("ep");
+      const auto* ep_strategy = context.strategy(PP_STRATEGY_EP);
       if (ep < cp || ep > shard * cp)
         unexpressed.push_back("ep " + std::to_string(ep) + ": torchtitan borrows expert parallelism from "
                               "data_parallel_shard_degree x context_parallel_degree and needs cp <= ep <= " +
@@ -391,13 +392,13 @@ class Torchtitan : public paraplan::Exporter {
       const char* axis;
       int64_t degree, stride;
     };
-    const bool hsdp = plan.axis_index("dp_replicate") >= 0;
+    const bool hsdp = plan.axis_index(PP_AXIS_DP_REPLICATE) >= 0;
     const std::vector<Expected> expected = {
-        {"tp", tp, 1},
-        {"cp", cp, tp},
-        {"dp", hsdp ? shard : shard * replicate, tp * cp},
-        {"dp_replicate", replicate, tp * cp * shard},
-        {"pp", pp, tp * cp * shard * replicate},
+        {PP_AXIS_TP, tp, 1},
+        {PP_AXIS_CP, cp, tp},
+        {PP_AXIS_DP, hsdp ? shard : shard * replicate, tp * cp},
+        {PP_AXIS_DP_REPLICATE, replicate, tp * cp * shard},
+        {PP_AXIS_PP, pp, tp * cp * shard * replicate},
     };
     std::string mismatched;
     for (const Expected& axis : expected) {

@@ -48,20 +48,23 @@
 
 namespace {
 
-constexpr const char* kName = "ep";
+constexpr const char* kName = PP_STRATEGY_EP;
 constexpr double kActivationBytes = 2.0;  // bf16 tokens on the wire and in the expert buffers
 
 bool is_expert_compute(std::string_view name) {
-  return name == "expert_up" || name == "expert_gate" || name == "expert_act" || name == "expert_down" ||
-         name == "fp8_cast_expert";
+  return name == PP_OP_EXPERT_UP || name == PP_OP_EXPERT_GATE || name == PP_OP_EXPERT_ACT ||
+         name == PP_OP_EXPERT_DOWN || name == PP_OP_FP8_CAST_EXPERT;
 }
 
-bool is_expert_activation(std::string_view name) { return name == "act.expert.input" || name == "act.expert.hidden"; }
+bool is_expert_activation(std::string_view name) {
+  return name == PP_MEMORY_ACT_EXPERT_INPUT || name == PP_MEMORY_ACT_EXPERT_HIDDEN;
+}
 
 // "weights.experts" -> "weights.shared_experts": the shared experts' part of an expert item.
 std::string shared_name(std::string_view name) {
   std::string text(name);
-  return text.substr(0, text.size() - std::string_view("experts").size()) + "shared_experts";
+  return text.substr(0, text.size() - std::string_view(PP_MEMORY_SUFFIX_EXPERTS).size()) +
+         PP_MEMORY_SUFFIX_SHARED_EXPERTS;
 }
 
 class ExpertParallel : public paraplan::Strategy {
@@ -116,8 +119,8 @@ class ExpertParallel : public paraplan::Strategy {
       throw paraplan::ConstraintError("ep = " + std::to_string(e) + " must divide the data-parallel size " +
                                       std::to_string(data_parallel) +
                                       ": expert parallelism is carved out of data parallelism");
-    const int32_t ep_axis = plan.add_axis("ep", e, kName, "dp");
-    plan.add_axis("edp", data_parallel / e, kName, "dp");
+    const int32_t ep_axis = plan.add_axis(PP_AXIS_EP, e, kName, PP_AXIS_DP);
+    plan.add_axis(PP_AXIS_EDP, data_parallel / e, kName, PP_AXIS_DP);
 
     const pp_model& model = context.model;
     const double experts = static_cast<double>(model.moe_experts);
@@ -145,7 +148,7 @@ class ExpertParallel : public paraplan::Strategy {
   // The tokens of one micro-batch on this rank, as the workload sized the experts' input.
   static double tokens_per_rank(const paraplan::PlanView& view, double visits_per_token) {
     for (const pp_op& op : view.ops())
-      if (std::string_view(op.name) == "expert_up" && op.phase == PP_PHASE_FORWARD) return op.m / visits_per_token;
+      if (std::string_view(op.name) == PP_OP_EXPERT_UP && op.phase == PP_PHASE_FORWARD) return op.m / visits_per_token;
     throw paraplan::InvalidArgument("the plan has no forward 'expert_up' op to size the token exchange from");
   }
 
@@ -160,7 +163,7 @@ class ExpertParallel : public paraplan::Strategy {
       if (is_expert_activation(name)) {
         item.bytes *= compute_scale;
         plan.set_memory(i, item);
-      } else if (name.ends_with(".experts")) {
+      } else if (name.ends_with("." PP_MEMORY_SUFFIX_EXPERTS)) {
         if (routed_fraction < 1.0)
           plan.add_memory(paraplan::make_memory_item(item.kind, item.scope, shared_name(name), kName,
                                                      item.bytes * (1.0 - routed_fraction)));
@@ -176,10 +179,10 @@ class ExpertParallel : public paraplan::Strategy {
         op.flops *= compute_scale;
         op.bytes *= compute_scale;
         plan.set_op(i, op);
-      } else if (std::string_view(op.name) == "optimizer_step.experts") {
+      } else if (std::string_view(op.name) == PP_OP_OPTIMIZER_STEP_EXPERTS) {
         if (routed_fraction < 1.0) {
           pp_op shared = op;
-          paraplan::copy_name(shared.name, "optimizer_step.shared_experts");
+          paraplan::copy_name(shared.name, PP_OP_OPTIMIZER_STEP_SHARED_EXPERTS);
           paraplan::copy_name(shared.owner, kName);
           shared.bytes = op.bytes * (1.0 - routed_fraction);
           plan.append_op(shared);
@@ -222,16 +225,16 @@ class ExpertParallel : public paraplan::Strategy {
       bytes = e * hidden_bytes;
     }
     const std::vector<pp_phase> phases = layer_phases(context.training);
-    uint32_t at = static_cast<uint32_t>(find_op(plan.view(), "expert_up", /*last=*/false));
+    uint32_t at = static_cast<uint32_t>(find_op(plan.view(), PP_OP_EXPERT_UP, /*last=*/false));
     for (pp_phase phase : phases) {
       // Backward runs the conjugate: the gradient of an all-gather is a reduce-scatter.
       bool swap = all_gather_ && phase == PP_PHASE_BACKWARD;
-      plan.insert_op(at++, exchange_op("ep_dispatch", phase, swap ? combine_kind : dispatch_kind, ep_axis, bytes));
+      plan.insert_op(at++, exchange_op(PP_OP_EP_DISPATCH, phase, swap ? combine_kind : dispatch_kind, ep_axis, bytes));
     }
-    at = static_cast<uint32_t>(find_op(plan.view(), "expert_down", /*last=*/true)) + 1;
+    at = static_cast<uint32_t>(find_op(plan.view(), PP_OP_EXPERT_DOWN, /*last=*/true)) + 1;
     for (pp_phase phase : phases) {
       bool swap = all_gather_ && phase == PP_PHASE_BACKWARD;
-      plan.insert_op(at++, exchange_op("ep_combine", phase, swap ? dispatch_kind : combine_kind, ep_axis, bytes));
+      plan.insert_op(at++, exchange_op(PP_OP_EP_COMBINE, phase, swap ? dispatch_kind : combine_kind, ep_axis, bytes));
     }
   }
 
@@ -247,9 +250,9 @@ class ExpertParallel : public paraplan::Strategy {
   // Forward reads the probabilities and writes their per-expert means; backward (twice the
   // traffic, as the workload builder counts memory-bound backward ops) writes their gradient.
   static void add_aux_loss(paraplan::PlanEditor& plan, const paraplan::StrategyContext& context, double probs_bytes) {
-    uint32_t at = static_cast<uint32_t>(find_op(plan.view(), "router", /*last=*/true)) + 1;
+    uint32_t at = static_cast<uint32_t>(find_op(plan.view(), PP_OP_ROUTER, /*last=*/true)) + 1;
     for (pp_phase phase : layer_phases(context.training)) {
-      pp_op op = paraplan::make_op(PP_OP_MEMORY, phase, PP_SCOPE_LAYER, "router_aux_loss", kName);
+      pp_op op = paraplan::make_op(PP_OP_MEMORY, phase, PP_SCOPE_LAYER, PP_OP_ROUTER_AUX_LOSS, kName);
       op.bytes = 2.0 * probs_bytes * (phase == PP_PHASE_BACKWARD ? 2.0 : 1.0);
       plan.insert_op(at++, op);
     }

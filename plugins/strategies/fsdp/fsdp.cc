@@ -7,7 +7,7 @@
 
 namespace {
 
-constexpr const char* kName = "fsdp";
+constexpr const char* kName = PP_STRATEGY_FSDP;
 
 class Fsdp : public paraplan::Strategy {
  public:
@@ -32,7 +32,7 @@ class Fsdp : public paraplan::Strategy {
       : zero_(kName, params.int_value("stage"), params.bool_value("overlap")) {}
 
   void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
-    const int32_t dp_axis = plan.add_axis("dp", context.degree, kName);
+    const int32_t dp_axis = plan.add_axis(PP_AXIS_DP, context.degree, kName);
     zero_.apply(plan, dp_axis, context.degree);
   }
 

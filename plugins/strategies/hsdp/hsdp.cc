@@ -22,7 +22,7 @@
 
 namespace {
 
-constexpr const char* kName = "hsdp";
+constexpr const char* kName = PP_STRATEGY_HSDP;
 
 class HybridShardedDataParallel : public paraplan::Strategy {
  public:
@@ -64,21 +64,22 @@ class HybridShardedDataParallel : public paraplan::Strategy {
     const int64_t degree = context.degree;
     const int64_t group = shard_group(context, plan.view());
     const int64_t replicas = degree / group;
-    if (replicas > 1 && plan.view().axis_index("edp") >= 0)
+    if (replicas > 1 && plan.view().axis_index(PP_AXIS_EDP) >= 0)
       throw paraplan::ConstraintError(
           "hsdp with " + std::to_string(replicas) +
           " replica groups does not support expert parallelism: ep's 'edp' axis spans all " + std::to_string(degree) +
           " data-parallel ranks, more than a shard group of " + std::to_string(group) +
           "; use fsdp with ep, or hsdp with shard_group = " + std::to_string(degree));
 
-    const int32_t dp_axis = plan.add_axis("dp", group, kName);
-    const int32_t replicate_axis = plan.add_axis("dp_replicate", replicas, kName);
+    const int32_t dp_axis = plan.add_axis(PP_AXIS_DP, group, kName);
+    const int32_t replicate_axis = plan.add_axis(PP_AXIS_DP_REPLICATE, replicas, kName);
     const paraplan::strategies::ModelState state = zero_.apply(plan, dp_axis, group);
     if (replicas <= 1) return;
     // Each rank all-reduces its group's gradient shard with the same shard in the other groups.
     for (pp_scope scope : paraplan::strategies::kStateScopes)
-      zero_.add(plan, replicate_axis, scope, "grad_all_reduce_replicate", PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD,
-                PP_PER_STEP, (state.dense.gradients[scope] + state.experts.gradients[scope]) / static_cast<double>(group));
+      zero_.add(plan, replicate_axis, scope, PP_OP_GRAD_ALL_REDUCE_REPLICATE, PP_COLLECTIVE_ALL_REDUCE,
+                PP_PHASE_BACKWARD, PP_PER_STEP,
+                (state.dense.gradients[scope] + state.experts.gradients[scope]) / static_cast<double>(group));
   }
 
  private:
@@ -87,7 +88,7 @@ class HybridShardedDataParallel : public paraplan::Strategy {
   int64_t shard_group(const paraplan::StrategyContext& context, const paraplan::PlanView& view) const {
     if (shard_group_ > 0) return shard_group_;
     int64_t inner = 1;
-    for (const char* name : {"tp", "cp"}) {
+    for (const char* name : {PP_AXIS_TP, PP_AXIS_CP}) {
       int32_t axis = view.axis_index(name);
       if (axis >= 0) inner *= view.axes()[static_cast<size_t>(axis)].degree;
     }

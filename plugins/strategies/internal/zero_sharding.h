@@ -36,11 +36,11 @@ namespace paraplan::strategies {
 
 // Expert state ("weights.experts", "optimizer_step.experts") lives on the expert-data-parallel
 // group; everything else, shared experts included, on the full data-parallel group.
-inline bool is_expert_state(std::string_view name) { return name.ends_with(".experts"); }
+inline bool is_expert_state(std::string_view name) { return name.ends_with("." PP_MEMORY_SUFFIX_EXPERTS); }
 
 // Ops that update parameters: "optimizer_step" and its variants ("optimizer_step.experts", ...).
 inline bool is_optimizer_step(std::string_view name) {
-  return name == "optimizer_step" || name.starts_with("optimizer_step.");
+  return name == PP_OP_OPTIMIZER_STEP || name.starts_with(PP_OP_OPTIMIZER_STEP ".");
 }
 
 // The per-scope bytes one group of ranks shards and communicates.
@@ -67,8 +67,8 @@ class ZeroSharding {
   // state as it was before sharding, so a caller can size further collectives from it.
   ModelState apply(PlanEditor& plan, int32_t group_axis, int64_t group) const {
     const PlanView view = plan.view();
-    const int32_t edp_axis = view.axis_index("edp");
-    const int32_t cp_axis = view.axis_index("cp");
+    const int32_t edp_axis = view.axis_index(PP_AXIS_EDP);
+    const int32_t cp_axis = view.axis_index(PP_AXIS_CP);
     const double dp = static_cast<double>(group);
     const double edp = edp_axis >= 0 ? static_cast<double>(view.axes()[static_cast<size_t>(edp_axis)].degree) : dp;
 
@@ -86,7 +86,7 @@ class ZeroSharding {
       // over cp; at stage 0 the full gradients are.
       const double dense_share = stage_ >= 1 ? 1.0 / dp : 1.0, expert_share = stage_ >= 1 ? 1.0 / edp : 1.0;
       for (pp_scope scope : kStateScopes)
-        add(plan, cp_axis, scope, "grad_all_reduce_cp", PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD, PP_PER_STEP,
+        add(plan, cp_axis, scope, PP_OP_GRAD_ALL_REDUCE_CP, PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD, PP_PER_STEP,
             state.dense.gradients[scope] * dense_share + state.experts.gradients[scope] * expert_share);
     }
     return state;
@@ -145,18 +145,21 @@ class ZeroSharding {
       if (weights <= 0) continue;
       switch (stage_) {
         case 0:
-          add(plan, axis, scope, "grad_all_reduce", PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD, PP_PER_STEP, gradients);
+          add(plan, axis, scope, PP_OP_GRAD_ALL_REDUCE, PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD, PP_PER_STEP,
+              gradients);
           break;
         case 1:
         case 2:
-          add(plan, axis, scope, "grad_reduce_scatter", PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD,
+          add(plan, axis, scope, PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD,
               stage_ == 1 ? PP_PER_STEP : PP_PER_MICRO_BATCH, gradients);
-          add(plan, axis, scope, "param_all_gather", PP_COLLECTIVE_ALL_GATHER, PP_PHASE_STEP, PP_PER_STEP, weights);
+          add(plan, axis, scope, PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_STEP, PP_PER_STEP, weights);
           break;
         default:
-          add(plan, axis, scope, "param_all_gather", PP_COLLECTIVE_ALL_GATHER, PP_PHASE_FORWARD, PP_PER_MICRO_BATCH, weights);
-          add(plan, axis, scope, "param_all_gather", PP_COLLECTIVE_ALL_GATHER, PP_PHASE_BACKWARD, PP_PER_MICRO_BATCH, weights);
-          add(plan, axis, scope, "grad_reduce_scatter", PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD,
+          add(plan, axis, scope, PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_FORWARD,
+              PP_PER_MICRO_BATCH, weights);
+          add(plan, axis, scope, PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_BACKWARD,
+              PP_PER_MICRO_BATCH, weights);
+          add(plan, axis, scope, PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD,
               PP_PER_MICRO_BATCH, gradients);
           break;
       }

@@ -29,7 +29,7 @@
 
 namespace {
 
-constexpr const char* kName = "pp";
+constexpr const char* kName = PP_STRATEGY_PP;
 constexpr int64_t kMaxSteps = int64_t{1} << 26;  // 1 GiB of pp_schedule_step
 
 pp_schedule_kind schedule_kind(const std::string& name) {
@@ -100,7 +100,7 @@ class PipelineParallel : public paraplan::Strategy {
 
   void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
     const int64_t p = context.degree;
-    const int32_t axis = plan.add_axis(kName, p, kName);
+    const int32_t axis = plan.add_axis(PP_AXIS_PP, p, kName);
     const paraplan::PlanView view = plan.view();
     const int64_t m = view.pipeline().micro_batches;
     if (schedule_ == PP_SCHEDULE_INTERLEAVED_1F1B && m % p != 0)
@@ -143,7 +143,7 @@ class PipelineParallel : public paraplan::Strategy {
 
   // The tensor that crosses a stage boundary is a layer's input (its gradient going back).
   static double boundary_bytes(const paraplan::PlanView& view) {
-    for (std::string_view name : {"act.seq.attn_norm_input", "act.seq.layer_input"})
+    for (std::string_view name : {PP_MEMORY_ACT_ATTN_NORM_INPUT, PP_MEMORY_ACT_LAYER_INPUT})
       for (const pp_memory_item& item : view.memory())
         if (item.scope == PP_SCOPE_LAYER && name == item.name) return item.bytes;
     throw paraplan::Error(
@@ -157,10 +157,10 @@ class PipelineParallel : public paraplan::Strategy {
   // each rank, over t links at once, and the receivers all-gather it over the tp axis
   // (Narayanan et al. 2021, sec. 4.1).
   static int32_t replicating_tp_axis(const paraplan::PlanView& view) {
-    const int32_t tp = view.axis_index("tp");
+    const int32_t tp = view.axis_index(PP_AXIS_TP);
     if (tp < 0 || view.axes()[static_cast<size_t>(tp)].degree < 2) return -1;
     for (const pp_op& op : view.ops())
-      if (op.kind == PP_OP_COLLECTIVE && op.axis == tp && std::string_view(op.name) == "tp_all_reduce") return tp;
+      if (op.kind == PP_OP_COLLECTIVE && op.axis == tp && std::string_view(op.name) == PP_OP_TP_ALL_REDUCE) return tp;
     return -1;
   }
 
@@ -178,7 +178,7 @@ class PipelineParallel : public paraplan::Strategy {
       op.overlap = PP_OVERLAP_NONE;
       plan.append_op(op);
       if (tp_axis < 0) return;
-      pp_op gather = paraplan::make_op(PP_OP_COLLECTIVE, phase, PP_SCOPE_STEP, "pp_gather_received", kName);
+      pp_op gather = paraplan::make_op(PP_OP_COLLECTIVE, phase, PP_SCOPE_STEP, PP_OP_PP_GATHER_RECEIVED, kName);
       gather.frequency = PP_PER_MICRO_BATCH;
       gather.collective = PP_COLLECTIVE_ALL_GATHER;
       gather.axis = tp_axis;
@@ -187,8 +187,8 @@ class PipelineParallel : public paraplan::Strategy {
       gather.overlap = PP_OVERLAP_NONE;
       plan.append_op(gather);
     };
-    send("send_activations", PP_PHASE_FORWARD);
-    send("send_gradients", PP_PHASE_BACKWARD);
+    send(PP_OP_SEND_ACTIVATIONS, PP_PHASE_FORWARD);
+    send(PP_OP_SEND_GRADIENTS, PP_PHASE_BACKWARD);
   }
 
   std::string schedule_name_;

@@ -29,7 +29,7 @@
 
 namespace {
 
-constexpr const char* kName = "sp";
+constexpr const char* kName = PP_STRATEGY_SP;
 
 class SequenceParallel : public paraplan::Strategy {
  public:
@@ -88,9 +88,9 @@ class SequenceParallel : public paraplan::Strategy {
     const paraplan::PlanView view = plan.view();
     const std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
     const std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
-    const int32_t tp_axis = view.axis_index("tp");
+    const int32_t tp_axis = view.axis_index(PP_AXIS_TP);
     const double t = tp_axis >= 0 ? static_cast<double>(view.axes()[static_cast<size_t>(tp_axis)].degree) : 1.0;
-    const int32_t axis = plan.add_axis("cp", context.degree, kName);
+    const int32_t axis = plan.add_axis(PP_AXIS_CP, context.degree, kName);
     const double c = static_cast<double>(context.degree);
     if (mode_ == "ulysses") {
       const pp_model& model = context.model;
@@ -131,18 +131,18 @@ class SequenceParallel : public paraplan::Strategy {
     };
     int64_t partner = -1;
     if (!backward) {
-      if (anchor == "attn_out") partner = find({"qkv"}, phase);
-      if (anchor == "mlp_down") partner = find({"mlp_up", "mlp_gate"}, phase);
-      if (anchor == "expert_down") partner = find({"expert_up", "expert_gate"}, phase);
+      if (anchor == PP_OP_ATTN_OUT) partner = find({PP_OP_QKV}, phase);
+      if (anchor == PP_OP_MLP_DOWN) partner = find({PP_OP_MLP_UP, PP_OP_MLP_GATE}, phase);
+      if (anchor == PP_OP_EXPERT_DOWN) partner = find({PP_OP_EXPERT_UP, PP_OP_EXPERT_GATE}, phase);
       if (partner >= 0) return {static_cast<uint32_t>(partner), phase};
-      partner = anchor == "embedding" ? find({"embedding"}, PP_PHASE_BACKWARD) : -1;
+      partner = anchor == PP_OP_EMBEDDING ? find({PP_OP_EMBEDDING}, PP_PHASE_BACKWARD) : -1;
       if (partner >= 0) return {static_cast<uint32_t>(partner + 1), PP_PHASE_BACKWARD};
     } else {
-      if (anchor == "qkv") partner = find({"attn_out"}, phase);
-      if (anchor == "mlp_up" || anchor == "mlp_gate") partner = find({"mlp_down"}, phase);
-      if (anchor == "expert_up" || anchor == "expert_gate") partner = find({"expert_down"}, phase);
+      if (anchor == PP_OP_QKV) partner = find({PP_OP_ATTN_OUT}, phase);
+      if (anchor == PP_OP_MLP_UP || anchor == PP_OP_MLP_GATE) partner = find({PP_OP_MLP_DOWN}, phase);
+      if (anchor == PP_OP_EXPERT_UP || anchor == PP_OP_EXPERT_GATE) partner = find({PP_OP_EXPERT_DOWN}, phase);
       if (partner >= 0) return {static_cast<uint32_t>(partner + 1), phase};
-      partner = anchor == "logits" ? find({"logits"}, PP_PHASE_FORWARD) : -1;
+      partner = anchor == PP_OP_LOGITS ? find({PP_OP_LOGITS}, PP_PHASE_FORWARD) : -1;
       if (partner >= 0) return {static_cast<uint32_t>(partner), PP_PHASE_FORWARD};
     }
     return {index + 1, phase};
@@ -152,7 +152,7 @@ class SequenceParallel : public paraplan::Strategy {
   // activations divide by t.
   void apply_megatron(paraplan::PlanEditor& plan, const paraplan::PlanView& view, const std::vector<pp_op>& ops,
                       const std::vector<pp_memory_item>& memory) const {
-    const int32_t tp_axis = view.axis_index("tp");
+    const int32_t tp_axis = view.axis_index(PP_AXIS_TP);
     if (tp_axis < 0)
       throw paraplan::ConstraintError("sp mode \"megatron\" needs tensor parallelism: add a [[strategy]] name = \"tp\"");
     const double t = static_cast<double>(view.axes()[static_cast<size_t>(tp_axis)].degree);
@@ -164,22 +164,22 @@ class SequenceParallel : public paraplan::Strategy {
     for (uint32_t i = 0; i < ops.size(); ++i) {
       pp_op op = ops[i];
       const std::string_view name = op.name;
-      if (op.kind == PP_OP_COLLECTIVE && name == "tp_all_reduce") {
+      if (op.kind == PP_OP_COLLECTIVE && name == PP_OP_TP_ALL_REDUCE) {
         op.collective = PP_COLLECTIVE_REDUCE_SCATTER;
-        paraplan::copy_name(op.name, "tp_reduce_scatter");
+        paraplan::copy_name(op.name, PP_OP_TP_REDUCE_SCATTER);
         plan.set_op(i, op);
         pp_op gather = op;
         gather.collective = PP_COLLECTIVE_ALL_GATHER;
-        paraplan::copy_name(gather.name, "tp_all_gather");
+        paraplan::copy_name(gather.name, PP_OP_TP_ALL_GATHER);
         const GatherPlace place = gather_place(ops, i);
         gather.phase = place.phase;
         gathers.push_back({place.at, gather});
-      } else if (op.kind == PP_OP_COLLECTIVE && std::string_view(op.owner) == "ep") {
+      } else if (op.kind == PP_OP_COLLECTIVE && std::string_view(op.owner) == PP_STRATEGY_EP) {
         op.bytes /= t;  // each tensor-parallel rank now dispatches only its s/t tokens to the experts
         plan.set_op(i, op);
-      } else if (name == "attn_norm" || name == "mlp_norm" || name == "attn_residual" || name == "mlp_residual" ||
-                 name == "fp8_cast_seq" ||
-                 name == "final_norm" || name == "embedding") {
+      } else if (name == PP_OP_ATTN_NORM || name == PP_OP_MLP_NORM || name == PP_OP_ATTN_RESIDUAL ||
+                 name == PP_OP_MLP_RESIDUAL || name == PP_OP_FP8_CAST_SEQ || name == PP_OP_FINAL_NORM ||
+                 name == PP_OP_EMBEDDING) {
         op.bytes /= t;  // norms, dropout and residuals now run on s/t tokens
         plan.set_op(i, op);
       }
@@ -189,7 +189,7 @@ class SequenceParallel : public paraplan::Strategy {
     for (const Insertion& gather : gathers) plan.insert_op(gather.at, gather.op);
     for (uint32_t i = 0; i < memory.size(); ++i) {
       pp_memory_item item = memory[i];
-      if (item.kind != PP_MEMORY_ACTIVATIONS || !std::string_view(item.name).starts_with("act.seq.")) continue;
+      if (item.kind != PP_MEMORY_ACTIVATIONS || !paraplan::has_prefix(item.name, PP_MEMORY_PREFIX_ACT_SEQ)) continue;
       item.bytes /= t;
       plan.set_memory(i, item);
     }
@@ -227,22 +227,22 @@ class SequenceParallel : public paraplan::Strategy {
     for (const pp_op& op : ops) {
       // The attention core: one fused op, or the first of its two unfused GEMMs.
       const std::string_view name = op.name;
-      if (name != "attention_core" && name != "attention_scores") continue;
+      if (name != PP_OP_ATTENTION_CORE && name != PP_OP_ATTENTION_SCORES) continue;
       // Per rank after this split: s/c tokens of b sequences; widths per tensor-parallel rank.
       const double tokens = op.count / (static_cast<double>(model.heads) / t) * op.m / c;  // b·s/c
       const double q_bytes = tokens * static_cast<double>(model.heads * model.head_dim) / t * 2.0;
       const double kv_bytes = tokens * static_cast<double>(2 * model.kv_heads * model.head_dim) / t * 2.0;
       const bool backward = op.phase == PP_PHASE_BACKWARD;
       if (mode_ == "ring") {
-        pp_op ring = paraplan::make_op(PP_OP_SEND_RECV, op.phase, op.scope, "cp_ring_kv", kName);
+        pp_op ring = paraplan::make_op(PP_OP_SEND_RECV, op.phase, op.scope, PP_OP_CP_RING_KV, kName);
         ring.axis = axis;
         ring.bytes = backward ? 2.0 * kv_bytes : kv_bytes;  // backward also passes dK and dV on
         ring.repeat = static_cast<uint32_t>(c - 1);
         ring.overlap = PP_OVERLAP_COMPUTE;
         plan.append_op(ring);
       } else {
-        add_all_to_all(plan, axis, op, "cp_all_to_all_qkv", q_bytes + kv_bytes);
-        add_all_to_all(plan, axis, op, "cp_all_to_all_out", q_bytes);  // the output has the queries' width
+        add_all_to_all(plan, axis, op, PP_OP_CP_ALL_TO_ALL_QKV, q_bytes + kv_bytes);
+        add_all_to_all(plan, axis, op, PP_OP_CP_ALL_TO_ALL_OUT, q_bytes);  // the output has the queries' width
       }
     }
   }

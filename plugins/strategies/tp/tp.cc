@@ -26,7 +26,7 @@
 
 namespace {
 
-constexpr const char* kName = "tp";
+constexpr const char* kName = PP_STRATEGY_TP;
 
 class TensorParallel : public paraplan::Strategy {
  public:
@@ -61,7 +61,7 @@ class TensorParallel : public paraplan::Strategy {
 
   void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
     const double t = static_cast<double>(context.degree);
-    const int32_t axis = plan.add_axis("tp", context.degree, kName);
+    const int32_t axis = plan.add_axis(PP_AXIS_TP, context.degree, kName);
     const paraplan::PlanView view = plan.view();
     const std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
     const std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
@@ -83,17 +83,17 @@ class TensorParallel : public paraplan::Strategy {
   // Divides the op's dimension that tensor parallelism splits; false if the op is replicated.
   static bool split_op(pp_op& op, double t) {
     const std::string_view name = op.name;
-    const bool column = name == "qkv" || name == "mlp_up" || name == "mlp_gate" || name == "expert_up" ||
-                        name == "expert_gate" || name == "logits";
-    const bool row = name == "attn_out" || name == "mlp_down" || name == "expert_down";
+    const bool column = name == PP_OP_QKV || name == PP_OP_MLP_UP || name == PP_OP_MLP_GATE ||
+                        name == PP_OP_EXPERT_UP || name == PP_OP_EXPERT_GATE || name == PP_OP_LOGITS;
+    const bool row = name == PP_OP_ATTN_OUT || name == PP_OP_MLP_DOWN || name == PP_OP_EXPERT_DOWN;
     if (column) op.n /= t;
     else if (row) op.k /= t;
-    else if (name == "attention_core") op.count /= t;
-    else if (name == "attention_scores" || name == "attention_context") op.m /= t;  // heads are stacked in m
-    else if (name == "attention_softmax") op.bytes /= t;  // the scores of this rank's heads
-    else if (name == "mlp_act" || name == "expert_act" || name == "loss") op.bytes /= t;
-    else if (name == "fp8_cast_tensor" || name == "fp8_cast_expert") op.bytes /= t;
-    else if (name.starts_with("optimizer_step")) op.bytes /= t;  // each rank updates its 1/t of the weights
+    else if (name == PP_OP_ATTENTION_CORE) op.count /= t;
+    else if (name == PP_OP_ATTENTION_SCORES || name == PP_OP_ATTENTION_CONTEXT) op.m /= t;  // heads are stacked in m
+    else if (name == PP_OP_ATTENTION_SOFTMAX) op.bytes /= t;  // the scores of this rank's heads
+    else if (name == PP_OP_MLP_ACT || name == PP_OP_EXPERT_ACT || name == PP_OP_LOSS) op.bytes /= t;
+    else if (name == PP_OP_FP8_CAST_TENSOR || name == PP_OP_FP8_CAST_EXPERT) op.bytes /= t;
+    else if (name.starts_with(PP_OP_OPTIMIZER_STEP)) op.bytes /= t;  // each rank updates its 1/t of the weights
     else return false;
     op.flops /= t;
     return true;
@@ -102,7 +102,8 @@ class TensorParallel : public paraplan::Strategy {
   static bool splits_memory(const pp_memory_item& item) {
     const std::string_view name = item.name;
     if (item.kind != PP_MEMORY_ACTIVATIONS) return item.kind != PP_MEMORY_OTHER;  // all model state
-    return name.starts_with("act.tensor.") || name == "act.expert.hidden" || name == "act.head.logits";
+    return name.starts_with(PP_MEMORY_PREFIX_ACT_TENSOR) || name == PP_MEMORY_ACT_EXPERT_HIDDEN ||
+           name == PP_MEMORY_ACT_LOGITS;
   }
 
   // Two all-reduces per layer and pass (after attention and after the MLP or MoE block), in
@@ -123,15 +124,15 @@ class TensorParallel : public paraplan::Strategy {
       const std::string_view name = op.name;
       const bool backward = op.phase == PP_PHASE_BACKWARD;
       // Row-parallel outputs are partial sums: reduced right after the GEMM.
-      if ((name == "attn_out" || name == "mlp_down" || name == "expert_down") && !backward)
+      if ((name == PP_OP_ATTN_OUT || name == PP_OP_MLP_DOWN || name == PP_OP_EXPERT_DOWN) && !backward)
         reduce(i + 1, op, activation_bytes);
       // Column-parallel inputs' gradients are partial sums: reduced once the block's first
       // column-parallel GEMM (in list order) has run its backward.
-      if (backward && (name == "qkv" || is_first_column_of_block(ops, i))) reduce(i, op, activation_bytes);
+      if (backward && (name == PP_OP_QKV || is_first_column_of_block(ops, i))) reduce(i, op, activation_bytes);
       // Vocabulary-parallel embedding: each rank looks up its rows; the sum is all-reduced.
-      if (name == "embedding" && op.phase == PP_PHASE_FORWARD) reduce(i + 1, op, op.bytes / 2.0);
+      if (name == PP_OP_EMBEDDING && op.phase == PP_PHASE_FORWARD) reduce(i + 1, op, op.bytes / 2.0);
       // Vocabulary-parallel output layer: its input gradient is a partial sum.
-      if (name == "logits" && backward) reduce(i, op, op.m * 2.0 * op.k);
+      if (name == PP_OP_LOGITS && backward) reduce(i, op, op.m * 2.0 * op.k);
     }
     // From the back, so earlier positions stay valid.
     for (auto it = insertions.rbegin(); it != insertions.rend(); ++it) plan.insert_op(it->at, it->op);
@@ -140,26 +141,28 @@ class TensorParallel : public paraplan::Strategy {
   // tokens × hidden × 2 bytes: the attention output projection's output (its n is the hidden size).
   static double layer_activation_bytes(const std::vector<pp_op>& ops) {
     for (const pp_op& op : ops)
-      if (std::string_view(op.name) == "attn_out") return op.m * 2.0 * op.n;
+      if (std::string_view(op.name) == PP_OP_ATTN_OUT) return op.m * 2.0 * op.n;
     return 0.0;
   }
 
   // The MLP's (or the experts') first column-parallel GEMM of its phase in list order: SwiGLU's up or gate.
   static bool is_first_column_of_block(const std::vector<pp_op>& ops, uint32_t index) {
     const std::string_view name = ops[index].name;
-    const bool mlp = name == "mlp_up" || name == "mlp_gate", experts = name == "expert_up" || name == "expert_gate";
+    const bool mlp = name == PP_OP_MLP_UP || name == PP_OP_MLP_GATE;
+    const bool experts = name == PP_OP_EXPERT_UP || name == PP_OP_EXPERT_GATE;
     if (!mlp && !experts) return false;
     for (uint32_t i = 0; i < index; ++i) {
       if (ops[i].phase != ops[index].phase) continue;
       const std::string_view earlier = ops[i].name;
-      if (mlp ? (earlier == "mlp_up" || earlier == "mlp_gate") : (earlier == "expert_up" || earlier == "expert_gate"))
-        return false;
+      const bool same_block = mlp ? (earlier == PP_OP_MLP_UP || earlier == PP_OP_MLP_GATE)
+                                  : (earlier == PP_OP_EXPERT_UP || earlier == PP_OP_EXPERT_GATE);
+      if (same_block) return false;
     }
     return true;
   }
 
   pp_op all_reduce(int32_t axis, pp_scope scope, pp_phase phase, double bytes) const {
-    pp_op op = paraplan::make_op(PP_OP_COLLECTIVE, phase, scope, "tp_all_reduce", kName);
+    pp_op op = paraplan::make_op(PP_OP_COLLECTIVE, phase, scope, PP_OP_TP_ALL_REDUCE, kName);
     op.collective = PP_COLLECTIVE_ALL_REDUCE;
     op.axis = axis;
     op.bytes = bytes;

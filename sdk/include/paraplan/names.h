@@ -61,6 +61,8 @@
 #define PP_OP_TP_REDUCE_SCATTER "tp_reduce_scatter" /* sp (megatron): an all-reduce split in two */
 #define PP_OP_TP_ALL_GATHER "tp_all_gather"
 #define PP_OP_CP_RING_KV "cp_ring_kv"                   /* sp (ring): keys and values around the ring */
+#define PP_OP_CP_ALL_TO_ALL_QKV "cp_all_to_all_qkv"     /* sp (ulysses): heads for sequence, in */
+#define PP_OP_CP_ALL_TO_ALL_OUT "cp_all_to_all_out"     /* sp (ulysses): and back */
 #define PP_OP_EP_DISPATCH "ep_dispatch"                 /* ep: tokens to their experts */
 #define PP_OP_EP_COMBINE "ep_combine"                   /* ep: expert outputs back */
 #define PP_OP_ROUTER_AUX_LOSS "router_aux_loss"         /* ep: the load-balancing loss */

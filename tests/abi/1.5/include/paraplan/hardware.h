@@ -63,7 +63,10 @@ typedef struct pp_hardware_v1 {
                                pp_error* error);
 } pp_hardware_v1;
 
-/* What an executor receives: the described profile plus the plugin's callbacks and instance. */
+/* What an executor receives: the described profile plus the cost functions and the instance to
+ * call them with. The host hands out its own checked copies (a time that is not finite or is
+ * negative becomes an error status), so call only gemm_time, collective_time and describe (which
+ * returns the profile again) through it, with `instance`; create and destroy are NULL. */
 typedef struct pp_hardware_binding_v1 {
   uint32_t struct_size;
   const pp_hardware_profile* profile;

@@ -17,6 +17,7 @@
 #include "paraplan/exporter.h"
 #include "paraplan/hardware.h"
 #include "paraplan/host.h"
+#include "paraplan/names.h"
 #include "paraplan/params.h"
 #include "paraplan/strategy.h"
 

@@ -260,6 +260,11 @@ inline pp_memory_item make_memory_item(pp_memory_kind kind, pp_scope scope, std:
   return item;
 }
 
+// Whether an op's or memory item's `name` starts with `prefix` (names.h: PP_OP_PREFIX_PARAM).
+inline bool has_prefix(const char* name, std::string_view prefix) {
+  return std::string_view(name).substr(0, prefix.size()) == prefix;
+}
+
 // A read-only plan snapshot with spans instead of pointer+count pairs.
 class PlanView {
  public:
@@ -278,6 +283,25 @@ class PlanView {
   int32_t axis_index(std::string_view name) const {
     for (uint32_t i = 0; i < view_.axis_count; ++i)
       if (name == view_.axes[i].name) return static_cast<int32_t>(i);
+    return -1;
+  }
+  // The index of the first op named `name` (names.h) in `phase`, or -1.
+  int64_t find_op(std::string_view name, pp_phase phase) const {
+    for (uint32_t i = 0; i < view_.op_count; ++i)
+      if (view_.ops[i].phase == phase && name == view_.ops[i].name) return i;
+    return -1;
+  }
+  // The indices of every op named `name`, all phases, in plan order.
+  std::vector<uint32_t> ops_named(std::string_view name) const {
+    std::vector<uint32_t> found;
+    for (uint32_t i = 0; i < view_.op_count; ++i)
+      if (name == view_.ops[i].name) found.push_back(i);
+    return found;
+  }
+  // The index of the memory item named `name` in `scope`, or -1.
+  int64_t find_memory(std::string_view name, pp_scope scope) const {
+    for (uint32_t i = 0; i < view_.memory_count; ++i)
+      if (view_.memory[i].scope == scope && name == view_.memory[i].name) return i;
     return -1;
   }
   // The degree of the named axis, 1 when the plan has none.
