@@ -92,7 +92,7 @@ int run_execute_command(const std::vector<std::string>& arguments) {
   ResultTree report;
   try {
     std::unique_ptr<Recipe> recipe = read_recipe(recipe_file, reader_options);
-    scale_model(recipe->model.shape, scale);
+    scale_model(recipe->model, scale);
     std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, catalog);
     catalog.require(executor, PP_KIND_EXECUTOR);
     ComposedPlan composed = compose_plan(*recipe, catalog, gpus_per_node(*recipe, *hardware), /*with_schedule=*/true);

@@ -29,6 +29,34 @@ void scale_model(pp_model& model, double factor) {
   model.seq_len = scaled_multiple(model.seq_len, factor, 64);
 }
 
+void scale_model(ModelSpec& model, double factor) {
+  scale_model(model.shape, factor);
+  if (factor == 1) return;
+  const pp_model& shape = model.shape;
+  auto at_least_one = [&](int64_t value) {
+    return value > 0 ? std::max<int64_t>(1, std::llround(static_cast<double>(value) * factor)) : 0;
+  };
+  auto multiple = [&](int64_t value, int64_t step) { return value > 0 ? scaled_multiple(value, factor, step) : 0; };
+  for (pp_layer_kind& kind : model.layers.mutable_kinds()) {
+    kind.head_dim = shape.head_dim;
+    if (kind.mlp == PP_MLP_DENSE) kind.ffn_hidden = shape.ffn_hidden;
+    if (kind.mlp == PP_MLP_MOE) {
+      const bool counted = kind.shared_ffn_hidden == kind.shared_experts * kind.expert_ffn_hidden;
+      kind.expert_ffn_hidden = shape.moe_ffn_hidden;
+      kind.shared_ffn_hidden = counted ? kind.shared_experts * kind.expert_ffn_hidden : multiple(kind.shared_ffn_hidden, 64);
+    }
+    kind.q_lora_rank = multiple(kind.q_lora_rank, 16);
+    kind.kv_lora_rank = multiple(kind.kv_lora_rank, 16);
+    kind.qk_nope_head_dim = at_least_one(kind.qk_nope_head_dim);
+    kind.qk_rope_head_dim = at_least_one(kind.qk_rope_head_dim);
+    kind.v_head_dim = at_least_one(kind.v_head_dim);
+    kind.mamba_head_dim = at_least_one(kind.mamba_head_dim);
+    kind.mamba_state = at_least_one(kind.mamba_state);
+    if (kind.sliding_window > 0) kind.sliding_window = std::min(shape.seq_len, multiple(kind.sliding_window, 64));
+  }
+  model.layers.attach(model.shape);
+}
+
 std::string describe_model_shape(const pp_model& model) {
   std::string text = "layers " + std::to_string(model.layers) + ", hidden " + std::to_string(model.hidden) + " (" +
                      std::to_string(model.heads) + " heads x " + std::to_string(model.head_dim) + "), ffn " +

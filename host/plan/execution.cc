@@ -5,6 +5,7 @@
 #include "host/core/errors.h"
 #include "host/plan/plugin_tables.h"
 #include "host/recipe/source_location.h"
+#include "paraplan/sdk.hpp"
 
 namespace paraplan::host {
 
@@ -13,6 +14,14 @@ void describe_plan(ResultTree& results, const Recipe& recipe, const ComposedPlan
   const Plan& plan = *composed.plan;
   results.set("plan.recipe", recipe.file);
   results.set("plan.model", recipe.model.name);
+  // A layered model lists its kinds ("mla+dense x3, mla+moe x58, mtp:mla+moe x1"); a uniform
+  // transformer's report stays as it always was.
+  if (!paraplan::beyond_uniform_transformer(plan.model()).empty()) {
+    std::string kinds;
+    for (const pp_layer_kind& kind : plan.layer_stack().kinds())
+      kinds += (kinds.empty() ? "" : ", ") + std::string(kind.name) + " x" + std::to_string(kind.count);
+    results.set("plan.layer_kinds", kinds);
+  }
   results.set("plan.hardware", std::string(hardware.profile().name));
   results.set("plan.num_gpus", static_cast<double>(plan.cluster().num_gpus));
   results.set("plan.gpus_per_node", static_cast<double>(plan.cluster().gpus_per_node));

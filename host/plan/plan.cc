@@ -74,16 +74,26 @@ std::string memory_problem(const pp_memory_item& item) {
 }  // namespace
 
 Plan::Plan(const pp_model& model, const pp_training& training, const pp_cluster& cluster, int64_t data_parallel_size)
-    : model_(model),
+    : stack_(LayerStack::of(model)),
+      model_(model),
       model_name_(model.name ? model.name : "custom"),
       training_(training),
       cluster_(cluster),
       data_parallel_size_(data_parallel_size) {
   model_.name = model_name_.c_str();
+  if (model.struct_size < sizeof(pp_model) || model.layer_kind_count == 0) {
+    // What a 1.5 model said, and the 1.6 defaults for the rest.
+    model_.tied_embeddings = 0;
+    model_.dropout = kDefaultDropout;
+    model_.rotary_base = model_.norm_epsilon = 0;
+  }
+  model_.struct_size = sizeof(pp_model);
+  stack_.attach(model_);
   reset(training, data_parallel_size);
   api_ = pp_plan_api_v1{sizeof(pp_plan_api_v1), this, &Plan::get_view, &Plan::add_axis, &Plan::set_op,
                         &Plan::insert_op, &Plan::remove_op, &Plan::set_memory, &Plan::add_memory,
-                        &Plan::set_pipeline, &Plan::set_schedule};
+                        &Plan::set_pipeline, &Plan::set_schedule, &Plan::insert_layer_op,
+                        &Plan::add_layer_memory, &Plan::set_layer_counts};
 }
 
 void Plan::reset(const pp_training& training, int64_t data_parallel_size) {
@@ -101,7 +111,60 @@ void Plan::reset(const pp_training& training, int64_t data_parallel_size) {
   state_.pipeline.micro_batches = training.global_batch / (training.micro_batch * data_parallel_size);
   state_.pipeline.bubble_fraction = 0.0;
   state_.pipeline.in_flight_micro_batches = 1.0;
-  state_.stages.assign(1, pp_stage{sizeof(pp_stage), model_.layers, 1, 1, 1.0});
+  state_.stages.assign(1, pp_stage{sizeof(pp_stage), stack_layers(), 1, 1, 1.0});
+  state_.op_kinds.clear();
+  state_.memory_kinds.clear();
+  fill_layer_counts_in_order();
+}
+
+void Plan::add_workload_op(const pp_op& op, uint32_t layer_kind) {
+  state_.ops.push_back(op);
+  state_.op_kinds.push_back(op.scope == PP_SCOPE_LAYER ? layer_kind : PP_EVERY_LAYER_KIND);
+}
+
+void Plan::add_workload_memory(const pp_memory_item& item, uint32_t layer_kind) {
+  state_.memory.push_back(item);
+  state_.memory_kinds.push_back(item.scope == PP_SCOPE_LAYER ? layer_kind : PP_EVERY_LAYER_KIND);
+}
+
+void Plan::set_workload(const std::vector<pp_op>& ops, const std::vector<uint32_t>& op_kinds,
+                        const std::vector<pp_memory_item>& memory, const std::vector<uint32_t>& memory_kinds) {
+  state_.ops = ops;
+  state_.op_kinds = op_kinds;
+  state_.memory = memory;
+  state_.memory_kinds = memory_kinds;
+}
+
+int64_t Plan::layers_of(size_t stage, size_t chunk, uint32_t kind) const {
+  const size_t kinds = stack_.kinds().size(), virtual_stage = chunk * state_.stages.size() + stage;
+  if (kind != PP_EVERY_LAYER_KIND) return state_.layer_counts[virtual_stage * kinds + kind];
+  int64_t total = 0;
+  for (size_t k = 0; k < kinds; ++k) total += state_.layer_counts[virtual_stage * kinds + k];
+  return total;
+}
+
+// Virtual stage c·p + s holds chunk c of stage s; its layers come next in the model's order, each
+// stage's layers split over its chunks as evenly as they go (the first chunks take the rest).
+void Plan::fill_layer_counts_in_order() {
+  const size_t stages = state_.stages.size(), kinds = stack_.kinds().size();
+  const size_t chunks = static_cast<size_t>(std::max<int64_t>(1, state_.pipeline.virtual_stages));
+  state_.layer_counts.assign(stages * chunks * kinds, 0);
+  size_t next = 0;
+  for (size_t chunk = 0; chunk < chunks; ++chunk)
+    for (size_t stage = 0; stage < stages; ++stage) {
+      const int64_t layers = state_.stages[stage].layers, per_chunk = layers / static_cast<int64_t>(chunks);
+      const int64_t here = per_chunk + (static_cast<int64_t>(chunk) < layers % static_cast<int64_t>(chunks) ? 1 : 0);
+      for (int64_t i = 0; i < here && next < stack_.sequence().size(); ++i, ++next)
+        ++state_.layer_counts[(chunk * stages + stage) * kinds + stack_.sequence()[next]];
+    }
+}
+
+uint32_t Plan::inferred_kind(uint32_t index) const {
+  for (uint32_t i = index; i-- > 0;)
+    if (state_.ops[i].scope == PP_SCOPE_LAYER) return state_.op_kinds[i];
+  for (size_t i = index; i < state_.ops.size(); ++i)
+    if (state_.ops[i].scope == PP_SCOPE_LAYER) return state_.op_kinds[i];
+  return PP_EVERY_LAYER_KIND;
 }
 
 void Plan::save(State& state) const { state = state_; }
@@ -126,6 +189,11 @@ pp_plan_view_v1 Plan::view() const {
   view.steps = state_.steps.data();
   view.step_count = state_.steps.size();
   view.data_parallel_size = data_parallel_size_;
+  view.op_layer_kinds = state_.op_kinds.data();
+  view.memory_layer_kinds = state_.memory_kinds.data();
+  view.layer_kind_count = static_cast<uint32_t>(stack_.kinds().size());
+  view.layer_counts = state_.layer_counts.data();
+  view.layer_count_entries = state_.layer_counts.size();
   return view;
 }
 
@@ -199,27 +267,43 @@ pp_status Plan::set_op(void* plan, uint32_t index, const pp_op* op) {
     if (std::string problem = op_problem(copy, target.state_.axes.size()); !problem.empty())
       return target.refuse("set_op: " + problem);
     target.state_.ops[index] = copy;
+    if (copy.scope != PP_SCOPE_LAYER) target.state_.op_kinds[index] = PP_EVERY_LAYER_KIND;
     return PP_OK;
   });
 }
 
 pp_status Plan::insert_op(void* plan, uint32_t index, const pp_op* op) {
   return guarded(plan, [&](Plan& target) {
-    if (index > target.state_.ops.size()) return target.refuse("insert_op: index " + std::to_string(index) + " is past the end");
-    if (target.state_.ops.size() >= kMaxOps) return target.refuse("insert_op: the plan already has " + std::to_string(kMaxOps) + " ops");
-    pp_op copy;
-    if (!copy_versioned(op, copy)) return target.refuse("insert_op: an op smaller than ABI 1.0's pp_op (or NULL)");
-    if (std::string problem = op_problem(copy, target.state_.axes.size()); !problem.empty())
-      return target.refuse("insert_op: " + problem);
-    target.state_.ops.insert(target.state_.ops.begin() + index, copy);
-    return PP_OK;
+    // A 1.5 plugin's op joins the layer kind of its neighbours (it was inserted among them).
+    const uint32_t kind = index <= target.state_.ops.size() ? target.inferred_kind(index) : PP_EVERY_LAYER_KIND;
+    return target.insert_op_of_kind("insert_op", index, op, kind);
   });
+}
+
+pp_status Plan::insert_layer_op(void* plan, uint32_t index, const pp_op* op, uint32_t layer_kind) {
+  return guarded(plan, [&](Plan& target) { return target.insert_op_of_kind("insert_layer_op", index, op, layer_kind); });
+}
+
+pp_status Plan::insert_op_of_kind(const char* call, uint32_t index, const pp_op* op, uint32_t layer_kind) {
+  const std::string name = call;
+  if (index > state_.ops.size()) return refuse(name + ": index " + std::to_string(index) + " is past the end");
+  if (state_.ops.size() >= kMaxOps) return refuse(name + ": the plan already has " + std::to_string(kMaxOps) + " ops");
+  if (layer_kind != PP_EVERY_LAYER_KIND && layer_kind >= stack_.kinds().size())
+    return refuse(name + ": layer kind " + std::to_string(layer_kind) + ", but the model has " +
+                  std::to_string(stack_.kinds().size()));
+  pp_op copy;
+  if (!copy_versioned(op, copy)) return refuse(name + ": an op smaller than ABI 1.0's pp_op (or NULL)");
+  if (std::string problem = op_problem(copy, state_.axes.size()); !problem.empty()) return refuse(name + ": " + problem);
+  state_.ops.insert(state_.ops.begin() + index, copy);
+  state_.op_kinds.insert(state_.op_kinds.begin() + index, copy.scope == PP_SCOPE_LAYER ? layer_kind : PP_EVERY_LAYER_KIND);
+  return PP_OK;
 }
 
 pp_status Plan::remove_op(void* plan, uint32_t index) {
   return guarded(plan, [&](Plan& target) {
     if (index >= target.state_.ops.size()) return target.refuse("remove_op: no op " + std::to_string(index));
     target.state_.ops.erase(target.state_.ops.begin() + index);
+    target.state_.op_kinds.erase(target.state_.op_kinds.begin() + index);
     return PP_OK;
   });
 }
@@ -236,13 +320,59 @@ pp_status Plan::set_memory(void* plan, uint32_t index, const pp_memory_item* ite
 }
 
 pp_status Plan::add_memory(void* plan, const pp_memory_item* item) {
+  // A 1.5 plugin's LAYER item is held by every layer, whatever its kind.
+  return guarded(plan, [&](Plan& target) { return target.add_memory_of_kind("add_memory", item, PP_EVERY_LAYER_KIND); });
+}
+
+pp_status Plan::add_layer_memory(void* plan, const pp_memory_item* item, uint32_t layer_kind) {
+  return guarded(plan, [&](Plan& target) { return target.add_memory_of_kind("add_layer_memory", item, layer_kind); });
+}
+
+pp_status Plan::add_memory_of_kind(const char* call, const pp_memory_item* item, uint32_t layer_kind) {
+  const std::string name = call;
+  if (state_.memory.size() >= kMaxOps)
+    return refuse(name + ": the plan already has " + std::to_string(kMaxOps) + " memory items");
+  if (layer_kind != PP_EVERY_LAYER_KIND && layer_kind >= stack_.kinds().size())
+    return refuse(name + ": layer kind " + std::to_string(layer_kind) + ", but the model has " +
+                  std::to_string(stack_.kinds().size()));
+  pp_memory_item copy;
+  if (!copy_versioned(item, copy)) return refuse(name + ": an item smaller than ABI 1.0's (or NULL)");
+  if (std::string problem = memory_problem(copy); !problem.empty()) return refuse(name + ": " + problem);
+  state_.memory.push_back(copy);
+  state_.memory_kinds.push_back(copy.scope == PP_SCOPE_LAYER ? layer_kind : PP_EVERY_LAYER_KIND);
+  return PP_OK;
+}
+
+pp_status Plan::set_layer_counts(void* plan, const int64_t* counts, uint64_t count) {
   return guarded(plan, [&](Plan& target) {
-    if (target.state_.memory.size() >= kMaxOps)
-      return target.refuse("add_memory: the plan already has " + std::to_string(kMaxOps) + " memory items");
-    pp_memory_item copy;
-    if (!copy_versioned(item, copy)) return target.refuse("add_memory: an item smaller than ABI 1.0's (or NULL)");
-    if (std::string problem = memory_problem(copy); !problem.empty()) return target.refuse("add_memory: " + problem);
-    target.state_.memory.push_back(copy);
+    const size_t stages = target.state_.stages.size(), kinds = target.stack_.kinds().size();
+    const size_t chunks = static_cast<size_t>(target.state_.pipeline.virtual_stages);
+    if (!counts || count != stages * chunks * kinds)
+      return target.refuse("set_layer_counts: " + std::to_string(count) + " entries for " + std::to_string(stages) +
+                           " stages x " + std::to_string(chunks) + " chunks x " + std::to_string(kinds) + " layer kinds");
+    std::vector<int64_t> per_kind(kinds, 0);
+    for (size_t stage = 0; stage < stages; ++stage) {
+      int64_t held = 0;
+      for (size_t chunk = 0; chunk < chunks; ++chunk)
+        for (size_t kind = 0; kind < kinds; ++kind) {
+          const int64_t value = counts[(chunk * stages + stage) * kinds + kind];
+          if (value < 0 || value > target.stack_.kinds()[kind].count)
+            return target.refuse("set_layer_counts: stage " + std::to_string(stage) + " chunk " + std::to_string(chunk) +
+                                 " holds " + std::to_string(value) + " layers of kind '" + target.stack_.kinds()[kind].name +
+                                 "', which the model has " + std::to_string(target.stack_.kinds()[kind].count) + " of");
+          held += value;  // each term at most the kind's count: no overflow
+          per_kind[kind] += value;
+        }
+      if (held != target.state_.stages[stage].layers)
+        return target.refuse("set_layer_counts: stage " + std::to_string(stage) + " holds " + std::to_string(held) +
+                             " layers by kind, but " + std::to_string(target.state_.stages[stage].layers) + " by set_pipeline");
+    }
+    for (size_t kind = 0; kind < kinds; ++kind)
+      if (per_kind[kind] != target.stack_.kinds()[kind].count)
+        return target.refuse("set_layer_counts: the stages hold " + std::to_string(per_kind[kind]) + " layers of kind '" +
+                             target.stack_.kinds()[kind].name + "', the model has " +
+                             std::to_string(target.stack_.kinds()[kind].count));
+    target.state_.layer_counts.assign(counts, counts + count);
     return PP_OK;
   });
 }
@@ -254,7 +384,7 @@ pp_status Plan::set_pipeline(void* plan, const pp_pipeline* pipeline, const pp_s
     if (copy.schedule < PP_SCHEDULE_NONE || copy.schedule > PP_SCHEDULE_ZERO_BUBBLE)
       return target.refuse("set_pipeline: schedule " + std::to_string(copy.schedule) + ", not 0-4");
     if (copy.stages < 1 || copy.stages > target.cluster_.num_gpus || copy.virtual_stages < 1 ||
-        copy.virtual_stages > std::max<int64_t>(1, target.model_.layers) || copy.micro_batches < 1 ||
+        copy.virtual_stages > std::max<int64_t>(1, target.stack_layers()) || copy.micro_batches < 1 ||
         copy.micro_batches > kMaxMicroBatches)
       return target.refuse("set_pipeline: " + std::to_string(copy.stages) + " stages of " +
                            std::to_string(copy.virtual_stages) + " chunks over " + std::to_string(copy.micro_batches) +
@@ -268,18 +398,26 @@ pp_status Plan::set_pipeline(void* plan, const pp_pipeline* pipeline, const pp_s
     for (uint32_t i = 0; i < count; ++i) {
       pp_stage stage;
       if (!copy_versioned(&stages[i], stage)) return target.refuse("set_pipeline: a stage smaller than ABI 1.0's");
-      if (stage.layers < 0 || stage.layers > target.model_.layers || !finite_non_negative(stage.in_flight_micro_batches) ||
+      if (stage.layers < 0 || stage.layers > target.stack_layers() || !finite_non_negative(stage.in_flight_micro_batches) ||
           (stage.has_embedding != 0 && stage.has_embedding != 1) || (stage.has_head != 0 && stage.has_head != 1))
         return target.refuse("set_pipeline: stage " + std::to_string(i) + " is malformed (layers " +
                              std::to_string(stage.layers) + ", flags 0/1, micro-batches in flight finite and >= 0)");
       layers += stage.layers;  // each term is at most the model's layers: no overflow
       layout.push_back(stage);
     }
-    if (layers != target.model_.layers)  // every layer placed exactly once
+    // A pipeline plugin that places the decoder layers only (pp_model.layers, as before 1.6)
+    // leaves the multi-token-prediction modules to the last stage, where Megatron-LM puts them.
+    const int64_t mtp = target.stack_.mtp_layers();
+    if (mtp > 0 && layers == target.model_.layers) {
+      layout.back().layers += mtp;
+      layers += mtp;
+    }
+    if (layers != target.stack_layers())  // every layer placed exactly once
       return target.refuse("set_pipeline: the stages hold " + std::to_string(layers) + " layers, the model has " +
-                           std::to_string(target.model_.layers));
+                           std::to_string(target.stack_layers()));
     target.state_.pipeline = copy;
     target.state_.stages = std::move(layout);
+    target.fill_layer_counts_in_order();
     return PP_OK;
   });
 }

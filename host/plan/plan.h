@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "host/model/layer_stack.h"
 #include "paraplan/plan.h"
 
 namespace paraplan::host {
@@ -50,6 +51,10 @@ class Plan {
     pp_pipeline pipeline{};
     std::vector<pp_stage> stages;
     std::vector<pp_schedule_step> steps;
+    // ABI 1.6: the layer kind of each op and memory item, the layers of each kind per virtual stage.
+    std::vector<uint32_t> op_kinds;
+    std::vector<uint32_t> memory_kinds;
+    std::vector<int64_t> layer_counts;
   };
   void save(State& state) const;      // reuses state's storage: no allocation once it is warm
   void restore(const State& state);
@@ -61,11 +66,20 @@ class Plan {
   const std::string& refusal() const { return refusal_; }
   void clear_refusal() { refusal_.clear(); }
 
-  // The workload builder fills these directly; everyone else edits through api().
-  std::vector<pp_op>& ops() { return state_.ops; }
-  std::vector<pp_memory_item>& memory() { return state_.memory; }
+  // The workload builder adds ops and items directly (each of a layer kind, or
+  // PP_EVERY_LAYER_KIND); everyone else edits through api().
+  void add_workload_op(const pp_op& op, uint32_t layer_kind);
+  void add_workload_memory(const pp_memory_item& item, uint32_t layer_kind);
+  // A cached workload put back whole (the search builds each one once).
+  void set_workload(const std::vector<pp_op>& ops, const std::vector<uint32_t>& op_kinds,
+                    const std::vector<pp_memory_item>& memory, const std::vector<uint32_t>& memory_kinds);
   const std::vector<pp_op>& op_list() const { return state_.ops; }
   const std::vector<pp_memory_item>& memory_items() const { return state_.memory; }
+  const std::vector<uint32_t>& op_layer_kinds() const { return state_.op_kinds; }
+  const std::vector<uint32_t>& memory_layer_kinds() const { return state_.memory_kinds; }
+  const LayerStack& layer_stack() const { return stack_; }
+  // Layers of `kind` on virtual stage chunk·stages + stage.
+  int64_t layers_of(size_t stage, size_t chunk, uint32_t kind) const;
   const std::vector<pp_mesh_axis>& axes() const { return state_.axes; }
   const pp_pipeline& pipeline() const { return state_.pipeline; }
   const std::vector<pp_stage>& stages() const { return state_.stages; }
@@ -89,7 +103,16 @@ class Plan {
   static pp_status add_memory(void* plan, const pp_memory_item* item);
   static pp_status set_pipeline(void* plan, const pp_pipeline* pipeline, const pp_stage* stages, uint32_t count);
   static pp_status set_schedule(void* plan, const pp_schedule_step* steps, uint64_t count);
+  static pp_status insert_layer_op(void* plan, uint32_t index, const pp_op* op, uint32_t layer_kind);
+  static pp_status add_layer_memory(void* plan, const pp_memory_item* item, uint32_t layer_kind);
+  static pp_status set_layer_counts(void* plan, const int64_t* counts, uint64_t count);
+  pp_status insert_op_of_kind(const char* call, uint32_t index, const pp_op* op, uint32_t layer_kind);
+  pp_status add_memory_of_kind(const char* call, const pp_memory_item* item, uint32_t layer_kind);
+  uint32_t inferred_kind(uint32_t index) const;  // a 1.5 plugin's LAYER op at `index`
+  void fill_layer_counts_in_order();             // the stages' layers in the model's order
+  int64_t stack_layers() const { return static_cast<int64_t>(stack_.sequence().size()); }
 
+  LayerStack stack_;
   pp_model model_;
   std::string model_name_;
   pp_training training_;

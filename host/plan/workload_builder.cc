@@ -1,7 +1,9 @@
 #include "host/plan/workload_builder.h"
 
+#include <algorithm>
 #include <string>
 
+#include "host/model/parameter_count.h"
 #include "paraplan/sdk.hpp"
 
 namespace paraplan::host {
@@ -9,32 +11,24 @@ namespace {
 
 constexpr const char* kOwner = PP_OWNER_MODEL;
 constexpr double kActivationBytes = 2.0;  // bf16/fp16 activations, also under fp8 GEMMs
-constexpr double kResidualAddBytes = 3.0 * kActivationBytes + 1.0;  // two reads, a write, a dropout mask
+// Megatron-LM's Mamba-2 chunk size (the SSD splits the sequence into chunks this long).
+constexpr double kMambaChunk = 128.0;
 
-struct Shape {
-  double tokens, seq, batch, hidden, heads, kv_heads, head_dim, ffn, vocab;
-  double experts, top_k, expert_ffn, shared_experts;
-  bool swiglu, moe;
+// The micro-batch's token counts and the model-wide widths every kind shares.
+struct Tokens {
+  double batch, seq, tokens, hidden, vocab;
+  bool dropout;  // masks kept for backward (dropout > 0)
 };
 
-Shape shape_of(const pp_model& model, const pp_training& training) {
-  Shape shape{};
-  shape.batch = static_cast<double>(training.micro_batch);
-  shape.seq = static_cast<double>(model.seq_len);
-  shape.tokens = shape.batch * shape.seq;
-  shape.hidden = static_cast<double>(model.hidden);
-  shape.heads = static_cast<double>(model.heads);
-  shape.kv_heads = static_cast<double>(model.kv_heads);
-  shape.head_dim = static_cast<double>(model.head_dim);
-  shape.ffn = static_cast<double>(model.ffn_hidden);
-  shape.vocab = static_cast<double>(model.vocab);
-  shape.experts = static_cast<double>(model.moe_experts);
-  shape.top_k = static_cast<double>(model.moe_top_k);
-  shape.expert_ffn = static_cast<double>(model.moe_ffn_hidden);
-  shape.shared_experts = static_cast<double>(model.moe_shared_experts);
-  shape.swiglu = model.ffn_type == PP_FFN_SWIGLU;
-  shape.moe = model.moe_experts > 0;
-  return shape;
+Tokens tokens_of(const pp_model& model, const pp_training& training) {
+  Tokens t{};
+  t.batch = static_cast<double>(training.micro_batch);
+  t.seq = static_cast<double>(model.seq_len);
+  t.tokens = t.batch * t.seq;
+  t.hidden = static_cast<double>(model.hidden);
+  t.vocab = static_cast<double>(model.vocab);
+  t.dropout = model.dropout > 0;
+  return t;
 }
 
 pp_dtype gemm_dtype(const pp_training& training) {
@@ -46,11 +40,11 @@ pp_dtype gemm_dtype(const pp_training& training) {
 }
 
 // Emits the forward op and its backward (twice the work: input and weight gradients) and, when
-// the recipe recomputes it, the re-run forward.
+// the recipe recomputes it, the re-run forward; every op of a layer is of the layer's kind.
 class OpEmitter {
  public:
-  OpEmitter(Plan& plan, pp_scope scope, pp_dtype dtype, pp_recompute recompute)
-      : plan_(plan), scope_(scope), dtype_(dtype), recompute_(recompute) {}
+  OpEmitter(Plan& plan, pp_scope scope, pp_dtype dtype, pp_recompute recompute, uint32_t kind = PP_EVERY_LAYER_KIND)
+      : plan_(plan), scope_(scope), dtype_(dtype), recompute_(recompute), kind_(kind) {}
 
   void gemm(const char* name, double m, double n, double k) {
     pp_op op = make_op(PP_OP_GEMM, PP_PHASE_FORWARD, scope_, name, kOwner);
@@ -59,16 +53,17 @@ class OpEmitter {
     op.dtype = dtype_;
     emit(op, /*attention=*/false);
   }
-  // QK^T and (softmax)V: two s x s x d products per head, the full square counted as Megatron-LM
-  // counts it, causal or not. A fused (flash) kernel is one op priced by the hardware's attention
-  // efficiency, which absorbs the masked half it skips; unfused, they are two batched GEMMs over
-  // the whole square (heads stacked into m, so one launch each, as cuBLAS runs them).
-  void attention(double seq, double head_dim, double batch_heads, bool fused) {
+  // QK^T and (softmax)V: two products per head over `keys` keys per query, the full square
+  // counted as Megatron-LM counts it, causal or not (keys = seq). A fused (flash) kernel is one
+  // op priced by the hardware's attention efficiency, which absorbs the masked half it skips;
+  // unfused, they are two batched GEMMs over the whole square (heads stacked into m, so one launch
+  // each, as cuBLAS runs them). qk_dim and v_dim differ only for MLA.
+  void attention(double seq, double keys, double qk_dim, double v_dim, double batch_heads, bool fused) {
     const pp_dtype dtype = dtype_ == PP_DTYPE_FP8 ? PP_DTYPE_BF16 : dtype_;
     if (fused) {
       pp_op op = make_op(PP_OP_ATTENTION, PP_PHASE_FORWARD, scope_, PP_OP_ATTENTION_CORE, kOwner);
-      op.m = seq, op.n = seq, op.k = head_dim, op.count = batch_heads;
-      op.flops = 4.0 * seq * seq * head_dim * batch_heads;
+      op.m = seq, op.n = keys, op.k = (qk_dim + v_dim) / 2.0, op.count = batch_heads;
+      op.flops = 2.0 * seq * keys * (qk_dim + v_dim) * batch_heads;
       op.dtype = dtype;
       emit(op, /*attention=*/true);
       return;
@@ -80,8 +75,8 @@ class OpEmitter {
       op.dtype = dtype;
       emit(op, /*attention=*/true);
     };
-    batched(PP_OP_ATTENTION_SCORES, seq, head_dim);   // Q K^T: s x d times d x s per head
-    batched(PP_OP_ATTENTION_CONTEXT, head_dim, seq);  // P V: s x s times s x d per head
+    batched(PP_OP_ATTENTION_SCORES, keys, qk_dim);   // Q K^T: s x d times d x keys per head
+    batched(PP_OP_ATTENTION_CONTEXT, v_dim, keys);   // P V: s x keys times keys x d per head
   }
   // A memory-bound kernel moving `bytes` forward and `backward_bytes` backward (default: twice
   // the forward, a gradient for each input read).
@@ -93,16 +88,16 @@ class OpEmitter {
 
  private:
   void emit(pp_op op, bool attention, double backward_bytes = -1.0) {
-    plan_.ops().push_back(op);
+    plan_.add_workload_op(op, kind_);
     pp_op backward = op;
     backward.phase = PP_PHASE_BACKWARD;
     backward.flops *= 2.0;
     backward.bytes = backward_bytes >= 0 ? backward_bytes : 2.0 * op.bytes;
-    plan_.ops().push_back(backward);
+    plan_.add_workload_op(backward, kind_);
     bool recomputed = recompute_ == PP_RECOMPUTE_FULL || (recompute_ == PP_RECOMPUTE_SELECTIVE && attention);
     if (recomputed && scope_ == PP_SCOPE_LAYER) {
       op.phase = PP_PHASE_RECOMPUTE;
-      plan_.ops().push_back(op);
+      plan_.add_workload_op(op, kind_);
     }
   }
 
@@ -110,183 +105,365 @@ class OpEmitter {
   pp_scope scope_;
   pp_dtype dtype_;
   pp_recompute recompute_;
+  uint32_t kind_;
 };
 
-void add_memory(Plan& plan, pp_memory_kind kind, pp_scope scope, const char* name, double bytes) {
-  plan.memory().push_back(make_memory_item(kind, scope, name, kOwner, bytes));
+void add_memory(Plan& plan, pp_memory_kind kind, pp_scope scope, const char* name, double bytes,
+                uint32_t layer_kind = PP_EVERY_LAYER_KIND) {
+  plan.add_workload_memory(make_memory_item(kind, scope, name, kOwner, bytes), layer_kind);
 }
 
 // Mixed-precision training state per parameter (Rajbhandari et al. 2020): 2-byte weights,
 // gradients of 2 bytes (ZeRO) or 4 (Megatron-LM's fp32 main grads), and fp32 master weights plus
 // the optimizer's fp32 moments (Adam: m and v): 16 or 18 bytes per parameter.
 void add_model_state(Plan& plan, pp_scope scope, const char* suffix, double parameters, pp_optimizer optimizer,
-                     double gradient_bytes) {
+                     double gradient_bytes, uint32_t layer_kind = PP_EVERY_LAYER_KIND) {
   double optimizer_bytes = optimizer == PP_OPTIMIZER_ADAM ? 12.0 : 8.0;
   add_memory(plan, PP_MEMORY_PARAMETERS, scope, (std::string(PP_MEMORY_PREFIX_WEIGHTS) + suffix).c_str(),
-             2.0 * parameters);
+             2.0 * parameters, layer_kind);
   add_memory(plan, PP_MEMORY_GRADIENTS, scope, (std::string(PP_MEMORY_PREFIX_GRADS) + suffix).c_str(),
-             gradient_bytes * parameters);
+             gradient_bytes * parameters, layer_kind);
   add_memory(plan, PP_MEMORY_OPTIMIZER, scope, (std::string(PP_MEMORY_PREFIX_OPTIMIZER) + suffix).c_str(),
-             optimizer_bytes * parameters);
+             optimizer_bytes * parameters, layer_kind);
 }
 
 // The optimizer update is memory-bound: Adam reads fp32 master, m, v and the gradient and
 // writes master, m, v and the 2-byte weights: 16 + 14 = 30 bytes per parameter (SGD: 18).
-void add_optimizer_step(Plan& plan, pp_scope scope, const char* name, double parameters, pp_optimizer optimizer) {
+void add_optimizer_step(Plan& plan, pp_scope scope, const char* name, double parameters, pp_optimizer optimizer,
+                        uint32_t layer_kind = PP_EVERY_LAYER_KIND) {
   if (parameters <= 0) return;
   pp_op op = make_op(PP_OP_MEMORY, PP_PHASE_STEP, scope, name, kOwner);
   op.frequency = PP_PER_STEP;
   op.bytes = (optimizer == PP_OPTIMIZER_ADAM ? 30.0 : 18.0) * parameters;
-  plan.ops().push_back(op);
+  plan.add_workload_op(op, layer_kind);
 }
 
-// FP8 training (Transformer Engine) casts every GEMM input to FP8 before the forward GEMM and every
-// output gradient before the backward GEMMs, each with a transposed copy for the weight gradient:
-// read 2 bytes, write 1 + 1, per element (the weights' casts are cached across a step's
-// micro-batches). Split by where the tensors live: the layer's and the MLP's inputs and the
-// gradients arriving from the residual stream are sequence-region tensors (SP divides them);
-// the rest are tensor-parallel widths (TP divides them); the experts' follow the routed tokens.
-void add_fp8_casts(OpEmitter& emit, const Shape& s, double routed_tokens, double ffn) {
-  constexpr double kCastBytes = 4.0;
-  const double t = s.tokens, h = s.hidden, q_width = s.heads * s.head_dim;
-  const double qkv_width = q_width + 2.0 * s.kv_heads * s.head_dim, up_outputs = s.swiglu ? 2.0 : 1.0;
-  const double blocks = s.moe ? 1.0 : 2.0;  // an MoE layer's MLP inputs and gradients are the experts'
-  emit.memory_bound(PP_OP_FP8_CAST_SEQ, kCastBytes * t * h * blocks, kCastBytes * t * h * blocks);
-  emit.memory_bound(PP_OP_FP8_CAST_TENSOR, kCastBytes * t * (q_width + (s.moe ? 0.0 : ffn)),
-                    kCastBytes * t * (qkv_width + (s.moe ? 0.0 : up_outputs * ffn)));
-  if (s.moe)
-    emit.memory_bound(PP_OP_FP8_CAST_EXPERT, kCastBytes * routed_tokens * (h + ffn),
-                      kCastBytes * routed_tokens * (up_outputs * ffn + h));
-}
+// One layer of one kind: its ops, then the activations it keeps for backward.
+class LayerBuilder {
+ public:
+  LayerBuilder(Plan& plan, uint32_t index, const pp_layer_kind& kind, const Tokens& t, const pp_training& training,
+               const WorkloadOptions& options)
+      : plan_(plan), index_(index), kind_(kind), t_(t), training_(training), options_(options),
+        emit_(plan, PP_SCOPE_LAYER, gemm_dtype(training), training.recompute, index),
+        fp8_(training.precision == PP_PRECISION_FP8),
+        gemm_input_bytes_(fp8_ ? 1.0 : kActivationBytes),
+        full_recompute_(training.recompute == PP_RECOMPUTE_FULL) {}
 
-void add_layer(Plan& plan, const Shape& s, const pp_training& training, const WorkloadOptions& options) {
-  OpEmitter emit(plan, PP_SCOPE_LAYER, gemm_dtype(training), training.recompute);
-  const double t = s.tokens, h = s.hidden, d = s.head_dim;
-  const double q_width = s.heads * d, kv_width = s.kv_heads * d;
-  emit.memory_bound(PP_OP_ATTN_NORM, 2.0 * kActivationBytes * t * h);
-  emit.gemm(PP_OP_QKV, t, q_width + 2.0 * kv_width, h);
-  emit.attention(s.seq, d, s.batch * s.heads, options.flash_attention);
-  if (!options.flash_attention) {
-    // Without a fused attention kernel the b·a·s² scores go through HBM: scale-mask-softmax
-    // reads and writes them (2 + 2 bytes each), dropout reads them, writes them and a 1-byte
-    // mask (5); backward, dropout's gradient (read 2 + mask 1, write 2) and softmax's (read
-    // probabilities and gradient, write 2 + 2 + 2). Recomputed with the core (selective).
-    const double scores = s.batch * s.heads * s.seq * s.seq;
-    emit.memory_bound(PP_OP_ATTENTION_SOFTMAX, 9.0 * scores, 11.0 * scores, /*attention=*/true);
+  void build() {
+    if (kind_.mtp) mtp_inputs();
+    switch (kind_.mixer) {
+      case PP_MIXER_ATTENTION: attention(); break;
+      case PP_MIXER_MLA: latent_attention(); break;
+      case PP_MIXER_MAMBA2: mamba(); break;
+      case PP_MIXER_NONE: break;
+    }
+    if (kind_.mlp != PP_MLP_NONE) mlp();
+    if (kind_.mtp) mtp_outputs();
+    if (fp8_) fp8_casts();
+    if (full_recompute_) act(PP_MEMORY_ACT_LAYER_INPUT, kActivationBytes * t_.tokens * t_.hidden);
   }
-  emit.gemm(PP_OP_ATTN_OUT, t, h, q_width);
+
+ private:
+  // Activations are charged only without full recomputation, which keeps the layer input alone.
+  void act(const char* name, double bytes) {
+    if (full_recompute_ && std::string(name) != PP_MEMORY_ACT_LAYER_INPUT) return;
+    add_memory(plan_, PP_MEMORY_ACTIVATIONS, PP_SCOPE_LAYER, name, bytes, index_);
+  }
   // Bias, dropout and residual add after each block, fused (Megatron-LM's bias_dropout_add):
-  // read the block's output and the residual stream, write the sum and the 1-byte mask forward
-  // (7 bytes per element); backward reads the gradient and mask and writes both branches' (7).
-  emit.memory_bound(PP_OP_ATTN_RESIDUAL, kResidualAddBytes * t * h, kResidualAddBytes * t * h);
-  emit.memory_bound(PP_OP_MLP_NORM, 2.0 * kActivationBytes * t * h);
-  double ffn = s.ffn;
-  double routed_tokens = t;
-  if (s.moe) {
-    emit.gemm(PP_OP_ROUTER, t, s.experts, h);
-    // Each token visits top_k routed experts plus every shared expert.
-    routed_tokens = t * (s.top_k + s.shared_experts);
-    ffn = s.expert_ffn;
-    emit.gemm(PP_OP_EXPERT_UP, routed_tokens, ffn, h);
-    if (s.swiglu) emit.gemm(PP_OP_EXPERT_GATE, routed_tokens, ffn, h);
-    emit.memory_bound(PP_OP_EXPERT_ACT, (s.swiglu ? 3.0 : 2.0) * kActivationBytes * routed_tokens * ffn);
-    emit.gemm(PP_OP_EXPERT_DOWN, routed_tokens, h, ffn);
-  } else {
-    emit.gemm(PP_OP_MLP_UP, t, ffn, h);
-    if (s.swiglu) emit.gemm(PP_OP_MLP_GATE, t, ffn, h);
-    emit.memory_bound(PP_OP_MLP_ACT, (s.swiglu ? 3.0 : 2.0) * kActivationBytes * t * ffn);
-    emit.gemm(PP_OP_MLP_DOWN, t, h, ffn);
+  // read the block's output and the residual stream, write the sum, and the 1-byte mask where
+  // dropout is on, forward (7 bytes per element); backward reads the gradient (and mask) and
+  // writes both branches' (7).
+  void residual(const char* name) {
+    const double bytes = (3.0 * kActivationBytes + (t_.dropout ? 1.0 : 0.0)) * t_.tokens * t_.hidden;
+    emit_.memory_bound(name, bytes, bytes);
   }
-  emit.memory_bound(PP_OP_MLP_RESIDUAL, kResidualAddBytes * t * h, kResidualAddBytes * t * h);
-  if (training.precision == PP_PRECISION_FP8) add_fp8_casts(emit, s, routed_tokens, ffn);
+  void dropout_mask(const char* name) {
+    if (t_.dropout) act(name, t_.tokens * t_.hidden);  // 1 byte per element
+  }
+  void norm(const char* name) { emit_.memory_bound(name, 2.0 * kActivationBytes * t_.tokens * t_.hidden); }
+  double keys() const {
+    // A window of w keys per query is a band of w x s, counted like the square: 2w (<= s).
+    return kind_.sliding_window > 0 ? std::min(t_.seq, 2.0 * static_cast<double>(kind_.sliding_window)) : t_.seq;
+  }
 
-  // Activations kept for backward, per layer and micro-batch (Korthikanti et al. 2022, sec. 4.1,
-  // generalised to GQA and SwiGLU): 34·s·b·h + 5·a·s²·b for a GELU MLP with f = 4h.
-  const double sbh = t * h;
-  auto act = [&](const char* name, double bytes) { add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_LAYER, name, bytes); };
-  if (training.recompute == PP_RECOMPUTE_FULL) {
-    act(PP_MEMORY_ACT_LAYER_INPUT, kActivationBytes * sbh);
-    return;
+  void attention() {
+    const double tok = t_.tokens, h = t_.hidden, d = static_cast<double>(kind_.head_dim);
+    const double heads = static_cast<double>(kind_.heads), q_width = heads * d;
+    const double kv_width = static_cast<double>(kind_.kv_heads) * d;
+    norm(PP_OP_ATTN_NORM);
+    emit_.gemm(PP_OP_QKV, tok, q_width + 2.0 * kv_width, h);
+    core(heads, d, d);
+    emit_.gemm(PP_OP_ATTN_OUT, tok, h, q_width);
+    residual(PP_OP_ATTN_RESIDUAL);
+    // Activations kept for backward (Korthikanti et al. 2022, sec. 4.1, generalised to GQA).
+    // FP8 training (Transformer Engine) keeps a GEMM's input for the weight gradient as the
+    // 1-byte cast it multiplied; tensors other kernels read back (norm inputs, Q/K/V) stay 2.
+    act(PP_MEMORY_ACT_ATTN_NORM_INPUT, kActivationBytes * tok * h);
+    act(PP_MEMORY_ACT_QKV_INPUT, gemm_input_bytes_ * tok * h);
+    act(PP_MEMORY_ACT_Q, kActivationBytes * tok * q_width);
+    act(PP_MEMORY_ACT_K, kActivationBytes * tok * kv_width);
+    act(PP_MEMORY_ACT_V, kActivationBytes * tok * kv_width);
+    scores_kept(heads);
+    act(PP_MEMORY_ACT_ATTN_OUT_INPUT, gemm_input_bytes_ * tok * q_width);
+    dropout_mask(PP_MEMORY_ACT_ATTN_DROPOUT_MASK);
   }
-  // FP8 training (Transformer Engine) keeps a GEMM's input for the weight gradient as the 1-byte
-  // cast it multiplied; tensors other kernels read back (norm inputs, Q/K/V) stay 2 bytes.
-  const double gemm_input_bytes = training.precision == PP_PRECISION_FP8 ? 1.0 : kActivationBytes;
-  act(PP_MEMORY_ACT_ATTN_NORM_INPUT, kActivationBytes * sbh);
-  act(PP_MEMORY_ACT_QKV_INPUT, gemm_input_bytes * sbh);
-  act(PP_MEMORY_ACT_Q, kActivationBytes * t * q_width);
-  act(PP_MEMORY_ACT_K, kActivationBytes * t * kv_width);
-  act(PP_MEMORY_ACT_V, kActivationBytes * t * kv_width);
-  if (!options.flash_attention && training.recompute != PP_RECOMPUTE_SELECTIVE)
-    act(PP_MEMORY_ACT_ATTENTION_SCORES, 5.0 * s.heads * s.seq * s.seq * s.batch);  // softmax 2 + mask 1 + dropout 2
-  act(PP_MEMORY_ACT_ATTN_OUT_INPUT, gemm_input_bytes * t * q_width);
-  act(PP_MEMORY_ACT_ATTN_DROPOUT_MASK, sbh);  // 1 byte per element
-  act(PP_MEMORY_ACT_MLP_NORM_INPUT, kActivationBytes * sbh);
-  act(PP_MEMORY_ACT_MLP_INPUT, gemm_input_bytes * sbh);
-  // GELU keeps its input and output (2 tensors of width f), SwiGLU gate, up and their product;
-  // the last of them is the down projection's input.
-  const double hidden_bytes = (s.swiglu ? 2.0 : 1.0) * kActivationBytes + gemm_input_bytes;
-  if (s.moe) {
-    act(PP_MEMORY_ACT_ROUTER_PROBS, 4.0 * t * s.experts);  // the router is not split by TP
-    act(PP_MEMORY_ACT_EXPERT_INPUT, gemm_input_bytes * routed_tokens * h);
-    act(PP_MEMORY_ACT_EXPERT_HIDDEN, hidden_bytes * routed_tokens * ffn);
-  } else {
-    act(PP_MEMORY_ACT_MLP_HIDDEN, hidden_bytes * t * ffn);
+
+  // Multi-head latent attention (DeepSeek-V2 sec. 2.1; Megatron-LM's MLASelfAttention): Q and
+  // KV each pass through a low-rank latent with its own norm; the keys' rotary part is shared by
+  // every head; each head scores with nope + rope dims and returns v_head_dim values.
+  void latent_attention() {
+    const double tok = t_.tokens, h = t_.hidden, heads = static_cast<double>(kind_.heads);
+    const double q_lora = static_cast<double>(kind_.q_lora_rank), kv_lora = static_cast<double>(kind_.kv_lora_rank);
+    const double rope = static_cast<double>(kind_.qk_rope_head_dim), nope = static_cast<double>(kind_.qk_nope_head_dim);
+    const double qk = nope + rope, v = static_cast<double>(kind_.v_head_dim);
+    norm(PP_OP_ATTN_NORM);
+    if (q_lora > 0) {
+      emit_.gemm(PP_OP_MLA_Q_DOWN, tok, q_lora, h);
+      emit_.memory_bound(PP_OP_MLA_Q_NORM, 2.0 * kActivationBytes * tok * q_lora);
+      emit_.gemm(PP_OP_MLA_Q_UP, tok, heads * qk, q_lora);
+    } else {
+      emit_.gemm(PP_OP_MLA_Q_UP, tok, heads * qk, h);
+    }
+    emit_.gemm(PP_OP_MLA_KV_DOWN, tok, kv_lora + rope, h);
+    emit_.memory_bound(PP_OP_MLA_KV_NORM, 2.0 * kActivationBytes * tok * kv_lora);
+    emit_.gemm(PP_OP_MLA_KV_UP, tok, heads * (nope + v), kv_lora);
+    core(heads, qk, v);
+    emit_.gemm(PP_OP_ATTN_OUT, tok, h, heads * v);
+    residual(PP_OP_ATTN_RESIDUAL);
+    act(PP_MEMORY_ACT_ATTN_NORM_INPUT, kActivationBytes * tok * h);
+    act(PP_MEMORY_ACT_QKV_INPUT, gemm_input_bytes_ * tok * h);  // both down projections' input
+    // The latents: the norms' inputs (2 bytes) and the up projections' inputs, and the shared
+    // rotary key.
+    act(PP_MEMORY_ACT_MLA_LATENT, (kActivationBytes + gemm_input_bytes_) * tok * (q_lora + kv_lora) +
+                                      kActivationBytes * tok * rope);
+    act(PP_MEMORY_ACT_Q, kActivationBytes * tok * heads * qk);
+    act(PP_MEMORY_ACT_K, kActivationBytes * tok * heads * qk);
+    act(PP_MEMORY_ACT_V, kActivationBytes * tok * heads * v);
+    scores_kept(heads);
+    act(PP_MEMORY_ACT_ATTN_OUT_INPUT, gemm_input_bytes_ * tok * heads * v);
+    dropout_mask(PP_MEMORY_ACT_ATTN_DROPOUT_MASK);
   }
-  act(PP_MEMORY_ACT_MLP_DROPOUT_MASK, sbh);
-}
+
+  void core(double heads, double qk_dim, double v_dim) {
+    emit_.attention(t_.seq, keys(), qk_dim, v_dim, t_.batch * heads, options_.flash_attention);
+    if (!options_.flash_attention) {
+      // Without a fused attention kernel the b·a·s·keys scores go through HBM: scale-mask-softmax
+      // reads and writes them (2 + 2 bytes each), dropout reads them, writes them and a 1-byte
+      // mask (5); backward, dropout's gradient (read 2 + mask 1, write 2) and softmax's (read
+      // probabilities and gradient, write 2 + 2 + 2). Recomputed with the core (selective).
+      const double scores = t_.batch * heads * t_.seq * keys();
+      emit_.memory_bound(PP_OP_ATTENTION_SOFTMAX, 9.0 * scores, 11.0 * scores, /*attention=*/true);
+    }
+  }
+  void scores_kept(double heads) {
+    if (!options_.flash_attention && training_.recompute != PP_RECOMPUTE_SELECTIVE)
+      act(PP_MEMORY_ACT_ATTENTION_SCORES, 5.0 * heads * t_.seq * keys() * t_.batch);  // softmax 2 + mask 1 + dropout 2
+  }
+
+  // A Mamba-2 mixer (Dao and Gu 2024; Megatron-LM's MambaMixer): in_proj to z, x, B, C and dt, a
+  // depthwise causal convolution over x, B and C, the SSD scan, a norm gated by z, out_proj.
+  // The SSD in chunks of Q tokens does, per token and head of dim P with state N and G groups
+  // over H heads: 2QP (intra-chunk outputs) + 2NP (chunk states) + 2NP (state to output) and
+  // 2QN·G/H (C·B per group) multiply-adds x2: priced as one GEMM of inner width and that depth.
+  void mamba() {
+    const double tok = t_.tokens, h = t_.hidden, heads = static_cast<double>(kind_.mamba_heads);
+    const double p = static_cast<double>(kind_.mamba_head_dim), n = static_cast<double>(kind_.mamba_state);
+    const double groups = static_cast<double>(kind_.mamba_groups), inner = heads * p, bc = 2.0 * groups * n;
+    const double conv_width = inner + bc, projected = 2.0 * inner + bc + heads;
+    const double chunk = std::min(kMambaChunk, t_.seq);
+    norm(PP_OP_ATTN_NORM);
+    emit_.gemm(PP_OP_MAMBA_IN_PROJ, tok, projected, h);
+    emit_.memory_bound(PP_OP_MAMBA_CONV, 2.0 * kActivationBytes * tok * conv_width);
+    emit_.gemm(PP_OP_MAMBA_SCAN, tok, inner, chunk + 2.0 * n + chunk * n * groups / (heads * p));
+    emit_.memory_bound(PP_OP_MAMBA_NORM, 3.0 * kActivationBytes * tok * inner);
+    emit_.gemm(PP_OP_MAMBA_OUT_PROJ, tok, h, inner);
+    residual(PP_OP_ATTN_RESIDUAL);
+    act(PP_MEMORY_ACT_ATTN_NORM_INPUT, kActivationBytes * tok * h);
+    act(PP_MEMORY_ACT_MAMBA_IN_PROJ_INPUT, gemm_input_bytes_ * tok * h);
+    act(PP_MEMORY_ACT_MAMBA_PROJECTED, kActivationBytes * tok * projected);
+    act(PP_MEMORY_ACT_MAMBA_CONV_OUT, kActivationBytes * tok * conv_width);
+    act(PP_MEMORY_ACT_MAMBA_STATES, 4.0 * (tok / chunk) * heads * p * n);  // one fp32 state per chunk and head
+    act(PP_MEMORY_ACT_MAMBA_Y, kActivationBytes * tok * inner);
+    act(PP_MEMORY_ACT_MAMBA_OUT_PROJ_INPUT, gemm_input_bytes_ * tok * inner);
+    dropout_mask(PP_MEMORY_ACT_ATTN_DROPOUT_MASK);
+  }
+
+  void mlp() {
+    const double tok = t_.tokens, h = t_.hidden;
+    const bool swiglu = kind_.ffn_type == PP_FFN_SWIGLU;
+    norm(PP_OP_MLP_NORM);
+    // GELU and squared ReLU keep their input and output (2 tensors of width f), SwiGLU gate, up
+    // and their product; the last of them is the down projection's input.
+    const double hidden_bytes = (swiglu ? 2.0 : 1.0) * kActivationBytes + gemm_input_bytes_;
+    if (kind_.mlp == PP_MLP_MOE) {
+      const double experts = static_cast<double>(kind_.experts), ffn = static_cast<double>(kind_.expert_ffn_hidden);
+      emit_.gemm(PP_OP_ROUTER, tok, experts, h);
+      // Each token visits top_k routed experts and the shared experts, counted as experts of
+      // the same width (a shared width of 2f is two experts' work).
+      const double routed = tok * (static_cast<double>(kind_.top_k) + shared_expert_equivalents());
+      emit_.gemm(PP_OP_EXPERT_UP, routed, ffn, h);
+      if (swiglu) emit_.gemm(PP_OP_EXPERT_GATE, routed, ffn, h);
+      emit_.memory_bound(PP_OP_EXPERT_ACT, (swiglu ? 3.0 : 2.0) * kActivationBytes * routed * ffn);
+      emit_.gemm(PP_OP_EXPERT_DOWN, routed, h, ffn);
+      residual(PP_OP_MLP_RESIDUAL);
+      act(PP_MEMORY_ACT_MLP_NORM_INPUT, kActivationBytes * tok * h);
+      act(PP_MEMORY_ACT_MLP_INPUT, gemm_input_bytes_ * tok * h);
+      act(PP_MEMORY_ACT_ROUTER_PROBS, 4.0 * tok * experts);  // the router is not split by TP
+      act(PP_MEMORY_ACT_EXPERT_INPUT, gemm_input_bytes_ * routed * h);
+      act(PP_MEMORY_ACT_EXPERT_HIDDEN, hidden_bytes * routed * ffn);
+      dropout_mask(PP_MEMORY_ACT_MLP_DROPOUT_MASK);
+      return;
+    }
+    const double ffn = static_cast<double>(kind_.ffn_hidden);
+    emit_.gemm(PP_OP_MLP_UP, tok, ffn, h);
+    if (swiglu) emit_.gemm(PP_OP_MLP_GATE, tok, ffn, h);
+    emit_.memory_bound(PP_OP_MLP_ACT, (swiglu ? 3.0 : 2.0) * kActivationBytes * tok * ffn);
+    emit_.gemm(PP_OP_MLP_DOWN, tok, h, ffn);
+    residual(PP_OP_MLP_RESIDUAL);
+    act(PP_MEMORY_ACT_MLP_NORM_INPUT, kActivationBytes * tok * h);
+    act(PP_MEMORY_ACT_MLP_INPUT, gemm_input_bytes_ * tok * h);
+    act(PP_MEMORY_ACT_MLP_HIDDEN, hidden_bytes * tok * ffn);
+    dropout_mask(PP_MEMORY_ACT_MLP_DROPOUT_MASK);
+  }
+  double shared_expert_equivalents() const {
+    return kind_.expert_ffn_hidden > 0
+               ? static_cast<double>(kind_.shared_ffn_hidden) / static_cast<double>(kind_.expert_ffn_hidden)
+               : 0.0;
+  }
+
+  // A multi-token-prediction module (DeepSeek-V3 sec. 2.2): the next tokens' embeddings and the
+  // hidden state, each normed, concatenated and projected 2h -> h, then the layer, then the
+  // shared output head and a second loss.
+  void mtp_inputs() {
+    const double tok = t_.tokens, h = t_.hidden;
+    emit_.memory_bound(PP_OP_MTP_EMBEDDING, 2.0 * kActivationBytes * tok * h);
+    emit_.memory_bound(PP_OP_MTP_NORMS, 2.0 * 2.0 * kActivationBytes * tok * h);
+    emit_.gemm(PP_OP_MTP_PROJECTION, tok, h, 2.0 * h);
+    act(PP_MEMORY_ACT_MTP_INPUTS, (2.0 * kActivationBytes + 2.0 * gemm_input_bytes_) * tok * h);
+  }
+  void mtp_outputs() {
+    const double tok = t_.tokens, h = t_.hidden, vocab = t_.vocab;
+    norm(PP_OP_FINAL_NORM);
+    emit_.gemm(PP_OP_MTP_LOGITS, tok, vocab, h);
+    emit_.memory_bound(PP_OP_MTP_LOSS, 3.0 * 4.0 * tok * vocab);
+    act(PP_MEMORY_ACT_MTP_LOGITS, 4.0 * tok * vocab);
+  }
+
+  // FP8 training (Transformer Engine) casts every GEMM input to FP8 before the forward GEMM and
+  // every output gradient before the backward GEMMs, each with a transposed copy for the weight
+  // gradient: read 2 bytes, write 1 + 1, per element (the weights' casts are cached across a
+  // step's micro-batches). Split by where the tensors live: the blocks' normed inputs and the
+  // gradients arriving from the residual stream are sequence-region tensors (SP divides them);
+  // the rest are tensor-parallel widths (TP divides them); the experts' follow the routed tokens.
+  void fp8_casts() {
+    constexpr double kCastBytes = 4.0;
+    const double tok = t_.tokens, h = t_.hidden;
+    const bool swiglu = kind_.ffn_type == PP_FFN_SWIGLU;
+    const double up_outputs = swiglu ? 2.0 : 1.0;
+    double blocks = 0, forward_width = 0, backward_width = 0;  // per token
+    switch (kind_.mixer) {
+      case PP_MIXER_ATTENTION: {
+        const double d = static_cast<double>(kind_.head_dim), q = static_cast<double>(kind_.heads) * d;
+        blocks += 1, forward_width += q, backward_width += q + 2.0 * static_cast<double>(kind_.kv_heads) * d;
+        break;
+      }
+      case PP_MIXER_MLA: {
+        const double heads = static_cast<double>(kind_.heads), q_lora = static_cast<double>(kind_.q_lora_rank);
+        const double kv_lora = static_cast<double>(kind_.kv_lora_rank), rope = static_cast<double>(kind_.qk_rope_head_dim);
+        const double nope = static_cast<double>(kind_.qk_nope_head_dim), v = static_cast<double>(kind_.v_head_dim);
+        blocks += 1, forward_width += heads * v + q_lora + kv_lora;
+        backward_width += heads * (nope + rope) + heads * (nope + v) + q_lora + kv_lora + rope;
+        break;
+      }
+      case PP_MIXER_MAMBA2: {
+        const double inner = static_cast<double>(kind_.mamba_heads * kind_.mamba_head_dim);
+        const double bc = 2.0 * static_cast<double>(kind_.mamba_groups * kind_.mamba_state);
+        blocks += 1, forward_width += inner, backward_width += 2.0 * inner + bc + static_cast<double>(kind_.mamba_heads);
+        break;
+      }
+      case PP_MIXER_NONE: break;
+    }
+    if (kind_.mlp == PP_MLP_DENSE) {
+      const double ffn = static_cast<double>(kind_.ffn_hidden);
+      blocks += 1, forward_width += ffn, backward_width += up_outputs * ffn;
+    }
+    if (kind_.mtp) blocks += 2;  // the projection's input (2h) and the extra head's
+    if (blocks > 0) emit_.memory_bound(PP_OP_FP8_CAST_SEQ, kCastBytes * tok * h * blocks, kCastBytes * tok * h * blocks);
+    if (forward_width > 0 || backward_width > 0)
+      emit_.memory_bound(PP_OP_FP8_CAST_TENSOR, kCastBytes * tok * forward_width, kCastBytes * tok * backward_width);
+    if (kind_.mlp == PP_MLP_MOE) {
+      const double ffn = static_cast<double>(kind_.expert_ffn_hidden);
+      const double routed = tok * (static_cast<double>(kind_.top_k) + shared_expert_equivalents());
+      emit_.memory_bound(PP_OP_FP8_CAST_EXPERT, kCastBytes * routed * (h + ffn), kCastBytes * routed * (up_outputs * ffn + h));
+    }
+  }
+
+  Plan& plan_;
+  uint32_t index_;
+  const pp_layer_kind& kind_;
+  const Tokens& t_;
+  const pp_training& training_;
+  const WorkloadOptions& options_;
+  OpEmitter emit_;
+  bool fp8_;
+  double gemm_input_bytes_;
+  bool full_recompute_;
+};
 
 }  // namespace
 
 ParameterCounts count_parameters(const pp_model& model) {
-  const double h = static_cast<double>(model.hidden), d = static_cast<double>(model.head_dim);
-  const double attention = h * (static_cast<double>(model.heads) + 2.0 * static_cast<double>(model.kv_heads)) * d +
-                           static_cast<double>(model.heads) * d * h;
-  const double matrices = model.ffn_type == PP_FFN_SWIGLU ? 3.0 : 2.0;
+  // The first kind of a uniform model (what this summary describes): a layer's dense part,
+  // its experts, the embedding and the head.
+  const LayerStack stack = LayerStack::of(model);
+  const LayerParameters layer = layer_parameters(stack.kinds().front(), model.hidden);
+  const ModelParameters whole = count_model_parameters(model);
   ParameterCounts counts;
-  double dense_mlp = matrices * h * static_cast<double>(model.ffn_hidden);
-  if (model.moe_experts > 0) {
-    const double experts = static_cast<double>(model.moe_experts + model.moe_shared_experts);
-    counts.experts_per_layer = experts * matrices * h * static_cast<double>(model.moe_ffn_hidden);
-    dense_mlp = h * static_cast<double>(model.moe_experts);  // the router
-  }
-  counts.per_layer = attention + dense_mlp + 2.0 * h;  // + two norm weight vectors
-  counts.embedding = static_cast<double>(model.vocab) * h;
-  counts.head = static_cast<double>(model.vocab) * h + h;  // untied output matrix + final norm
+  counts.per_layer = layer.dense;
+  counts.experts_per_layer = layer.all_experts();
+  counts.embedding = whole.embedding;
+  counts.head = whole.head;
   return counts;
 }
 
 void build_workload(Plan& plan, const WorkloadOptions& options) {
   const pp_model& model = plan.model();
   const pp_training& training = plan.training();
-  const Shape s = shape_of(model, training);
-  const ParameterCounts parameters = count_parameters(model);
+  const Tokens t = tokens_of(model, training);
 
   OpEmitter embedding(plan, PP_SCOPE_EMBEDDING, gemm_dtype(training), training.recompute);
-  embedding.memory_bound(PP_OP_EMBEDDING, 2.0 * kActivationBytes * s.tokens * s.hidden);  // gather rows, write
-  add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_EMBEDDING, PP_MEMORY_ACT_EMBEDDING_DROPOUT_MASK,
-             s.tokens * s.hidden);
+  embedding.memory_bound(PP_OP_EMBEDDING, 2.0 * kActivationBytes * t.tokens * t.hidden);  // gather rows, write
+  if (t.dropout)
+    add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_EMBEDDING, PP_MEMORY_ACT_EMBEDDING_DROPOUT_MASK, t.tokens * t.hidden);
 
-  add_layer(plan, s, training, options);
+  const std::vector<pp_layer_kind>& kinds = plan.layer_stack().kinds();
+  for (uint32_t index = 0; index < kinds.size(); ++index)
+    LayerBuilder(plan, index, kinds[index], t, training, options).build();
 
   OpEmitter head(plan, PP_SCOPE_HEAD, gemm_dtype(training), training.recompute);
-  head.memory_bound(PP_OP_FINAL_NORM, 2.0 * kActivationBytes * s.tokens * s.hidden);
-  head.gemm(PP_OP_LOGITS, s.tokens, s.vocab, s.hidden);
-  head.memory_bound(PP_OP_LOSS, 3.0 * 4.0 * s.tokens * s.vocab);  // fp32 softmax: read logits, write probs, read for grad
-  add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_HEAD, PP_MEMORY_ACT_LOGITS, 4.0 * s.tokens * s.vocab);
+  head.memory_bound(PP_OP_FINAL_NORM, 2.0 * kActivationBytes * t.tokens * t.hidden);
+  head.gemm(PP_OP_LOGITS, t.tokens, t.vocab, t.hidden);
+  head.memory_bound(PP_OP_LOSS, 3.0 * 4.0 * t.tokens * t.vocab);  // fp32 softmax: read logits, write probs, read for grad
+  add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_HEAD, PP_MEMORY_ACT_LOGITS, 4.0 * t.tokens * t.vocab);
 
   const double gradient_bytes = options.fp32_main_grads ? 4.0 : 2.0;
+  const ModelParameters parameters = count_model_parameters(model);
   add_model_state(plan, PP_SCOPE_EMBEDDING, PP_MEMORY_SUFFIX_EMBEDDING, parameters.embedding, training.optimizer,
                   gradient_bytes);
-  add_model_state(plan, PP_SCOPE_LAYER, PP_MEMORY_SUFFIX_LAYER, parameters.per_layer, training.optimizer,
-                  gradient_bytes);
-  if (parameters.experts_per_layer > 0)
-    add_model_state(plan, PP_SCOPE_LAYER, PP_MEMORY_SUFFIX_EXPERTS, parameters.experts_per_layer, training.optimizer,
-                    gradient_bytes);
+  for (uint32_t index = 0; index < kinds.size(); ++index) {
+    const LayerParameters layer = layer_parameters(kinds[index], model.hidden);
+    add_model_state(plan, PP_SCOPE_LAYER, PP_MEMORY_SUFFIX_LAYER, layer.dense, training.optimizer, gradient_bytes, index);
+    if (layer.all_experts() > 0)
+      add_model_state(plan, PP_SCOPE_LAYER, PP_MEMORY_SUFFIX_EXPERTS, layer.all_experts(), training.optimizer,
+                      gradient_bytes, index);
+  }
   add_model_state(plan, PP_SCOPE_HEAD, PP_MEMORY_SUFFIX_HEAD, parameters.head, training.optimizer, gradient_bytes);
   add_optimizer_step(plan, PP_SCOPE_EMBEDDING, PP_OP_OPTIMIZER_STEP, parameters.embedding, training.optimizer);
-  add_optimizer_step(plan, PP_SCOPE_LAYER, PP_OP_OPTIMIZER_STEP, parameters.per_layer, training.optimizer);
-  add_optimizer_step(plan, PP_SCOPE_LAYER, PP_OP_OPTIMIZER_STEP_EXPERTS, parameters.experts_per_layer,
-                     training.optimizer);
+  for (uint32_t index = 0; index < kinds.size(); ++index) {
+    const LayerParameters layer = layer_parameters(kinds[index], model.hidden);
+    add_optimizer_step(plan, PP_SCOPE_LAYER, PP_OP_OPTIMIZER_STEP, layer.dense, training.optimizer, index);
+    add_optimizer_step(plan, PP_SCOPE_LAYER, PP_OP_OPTIMIZER_STEP_EXPERTS, layer.all_experts(), training.optimizer, index);
+  }
   add_optimizer_step(plan, PP_SCOPE_HEAD, PP_OP_OPTIMIZER_STEP, parameters.head, training.optimizer);
 }
 

@@ -18,8 +18,9 @@ struct WorkloadOptions {
 
 void build_workload(Plan& plan, const WorkloadOptions& options);
 
-// Parameters of one transformer layer, of the embedding and of the output head.
-// Experts (MoE layers) are counted apart: expert parallelism shards them, not the dense part.
+// Parameters of a uniform model's layer, of the embedding and of the output head (a layered
+// model's first kind; host/model/parameter_count.h counts every kind). Experts (MoE layers)
+// are counted apart: expert parallelism shards them, not the dense part.
 struct ParameterCounts {
   double per_layer = 0;      // dense part of a layer: attention, router, norms (and the MLP if dense)
   double experts_per_layer = 0;

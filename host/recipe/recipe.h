@@ -18,13 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "host/model/layer_stack.h"
 #include "paraplan/model.h"
 
 namespace paraplan::host {
 
 struct ModelSpec {
   std::string name;  // preset name or "custom"
-  pp_model shape{};  // shape.name points into `name` of the owning Recipe
+  pp_model shape{};  // shape.name points into `name`, its layer stack into `layers`
+  LayerStack layers;
 };
 
 struct ClusterSpec {

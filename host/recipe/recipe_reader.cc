@@ -1,11 +1,13 @@
 #include "host/recipe/recipe_reader.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
+#include "host/core/number_format.h"
 #include "host/recipe/model_presets.h"
 #include "host/recipe/input_file.h"
 #include "host/recipe/recipe_limits.h"
@@ -22,7 +24,11 @@ namespace {
 const std::vector<std::pair<std::string, std::vector<std::string>>>& core_sections() {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> sections = {
       {"model", {"preset", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "ffn_type", "vocab",
-                 "seq_len", "moe_experts", "moe_top_k", "moe_ffn_hidden", "moe_shared_experts"}},
+                 "seq_len", "moe_experts", "moe_top_k", "moe_ffn_hidden", "moe_shared_experts", "attention",
+                 "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "dense_layers",
+                 "moe_layer_freq", "moe_shared_ffn_hidden", "sliding_window", "full_attention_every", "layer_pattern",
+                 "mamba_heads", "mamba_head_dim", "mamba_state", "mamba_groups", "mamba_conv_kernel", "mtp_layers",
+                 "tied_embeddings", "dropout", "rotary_base", "norm_epsilon"}},
       {"training", {"global_batch", "micro_batch", "precision", "recompute", "optimizer", "flash_attention", "main_grads"}},
       {"cluster", {"hardware", "num_gpus", "gpus_per_node", "mesh_order"}},
   };
@@ -77,6 +83,19 @@ class TableReader {
     std::string options;
     for (const std::string& option : allowed) options += (options.empty() ? "" : "|") + option;
     fail(lookup(key), key, "'" + *value + "' is not one of " + options + did_you_mean(*value, allowed));
+  }
+  // A finite number in [min, max] (an integer is read as one too).
+  std::optional<double> number(const std::string& key, double min, double max) {
+    const toml::node* node = lookup(key);
+    if (!node) return std::nullopt;
+    std::optional<double> value = node->value_exact<double>();
+    if (!value)
+      if (auto integer = node->value_exact<int64_t>()) value = static_cast<double>(*integer);
+    if (!value) fail(node, key, "expected a number, got " + toml_type_name(*node));
+    if (!std::isfinite(*value) || *value < min || *value > max)
+      fail(node, key, "must be a number in [" + format_number("%g", min) + ", " + format_number("%g", max) + "], got " +
+                          format_number("%g", *value));
+    return value;
   }
   std::optional<bool> boolean(const std::string& key) {
     const toml::node* node = lookup(key);
@@ -239,6 +258,30 @@ toml::table read_model_preset(const toml::table* recipe_model, const std::string
   return preset_table;
 }
 
+LayerStackKeys read_layer_keys(TableReader& reader) {
+  LayerStackKeys keys;
+  keys.attention = reader.choice("attention", {"mha", "gqa", "mla"}).value_or("");
+  auto width = [&](const char* key) { return reader.integer(key, limits::kHeadDim).value_or(0); };
+  keys.q_lora_rank = reader.integer("q_lora_rank", limits::kHidden).value_or(0);
+  keys.kv_lora_rank = reader.integer("kv_lora_rank", limits::kHidden).value_or(0);
+  keys.qk_nope_head_dim = width("qk_nope_head_dim");
+  keys.qk_rope_head_dim = width("qk_rope_head_dim");
+  keys.v_head_dim = width("v_head_dim");
+  keys.dense_layers = reader.integer("dense_layers", {0, limits::kLayers.max}).value_or(0);
+  keys.moe_layer_freq = reader.integer("moe_layer_freq", limits::kLayers).value_or(1);
+  keys.moe_shared_ffn_hidden = reader.integer("moe_shared_ffn_hidden", limits::kFfnHidden).value_or(0);
+  keys.sliding_window = reader.integer("sliding_window", limits::kSeqLen).value_or(0);
+  keys.full_attention_every = reader.integer("full_attention_every", limits::kLayers).value_or(0);
+  keys.layer_pattern = reader.string("layer_pattern").value_or("");
+  keys.mamba_heads = reader.integer("mamba_heads", limits::kHeads).value_or(0);
+  keys.mamba_head_dim = width("mamba_head_dim");
+  keys.mamba_state = reader.integer("mamba_state", limits::kHeadDim).value_or(0);
+  keys.mamba_groups = reader.integer("mamba_groups", limits::kHeads).value_or(0);
+  keys.mamba_conv_kernel = reader.integer("mamba_conv_kernel", {1, 64}).value_or(4);
+  keys.mtp_layers = reader.integer("mtp_layers", {0, 64}).value_or(0);
+  return keys;
+}
+
 void read_model(Recipe& recipe, const toml::table* model_table, const RecipeReaderOptions& options,
                 const std::filesystem::path& recipe_path) {
   if (!model_table) throw InputError(recipe.file + ": [model]: the recipe has no [model] table");
@@ -257,8 +300,8 @@ void read_model(Recipe& recipe, const toml::table* model_table, const RecipeRead
     reader.fail(nullptr, "head_dim", "is required when heads = " + std::to_string(shape.heads) +
                                          " does not divide hidden = " + std::to_string(shape.hidden));
   shape.head_dim = head_dim.value_or(shape.hidden / shape.heads);
-  std::string ffn = reader.choice("ffn_type", {"gelu", "swiglu"}).value_or("gelu");
-  shape.ffn_type = ffn == "swiglu" ? PP_FFN_SWIGLU : PP_FFN_GELU;
+  std::string ffn = reader.choice("ffn_type", {"gelu", "swiglu", "squared_relu"}).value_or("gelu");
+  shape.ffn_type = ffn == "swiglu" ? PP_FFN_SWIGLU : ffn == "squared_relu" ? PP_FFN_SQUARED_RELU : PP_FFN_GELU;
   auto ffn_hidden = reader.integer("ffn_hidden", limits::kFfnHidden);
   if (!ffn_hidden && shape.ffn_type == PP_FFN_SWIGLU)
     reader.fail(nullptr, "ffn_hidden", "is required for ffn_type = \"swiglu\"");
@@ -269,6 +312,11 @@ void read_model(Recipe& recipe, const toml::table* model_table, const RecipeRead
   shape.moe_top_k = reader.integer("moe_top_k", {1, limits::kExperts.max}).value_or(shape.moe_experts > 0 ? 2 : 0);
   shape.moe_ffn_hidden = reader.integer("moe_ffn_hidden", limits::kFfnHidden).value_or(shape.moe_experts > 0 ? shape.ffn_hidden : 0);
   shape.moe_shared_experts = reader.integer("moe_shared_experts", limits::kSharedExperts).value_or(0);
+  const LayerStackKeys keys = read_layer_keys(reader);
+  shape.tied_embeddings = reader.boolean("tied_embeddings").value_or(false) ? 1 : 0;
+  shape.dropout = reader.number("dropout", 0.0, 0.99).value_or(kDefaultDropout);
+  shape.rotary_base = reader.number("rotary_base", 0.0, 1e12).value_or(0.0);
+  shape.norm_epsilon = reader.number("norm_epsilon", 0.0, 1.0).value_or(0.0);
   reader.reject_unknown_keys();
 
   auto node_of = [&](const char* key) {
@@ -281,6 +329,12 @@ void read_model(Recipe& recipe, const toml::table* model_table, const RecipeRead
   if (shape.moe_experts > 0 && shape.moe_top_k > shape.moe_experts)
     reader.fail(node_of("moe_top_k"), "moe_top_k",
                 std::to_string(shape.moe_top_k) + " exceeds moe_experts = " + std::to_string(shape.moe_experts));
+  try {
+    recipe.model.layers = LayerStack::build(shape, keys);
+  } catch (const LayerStackError& error) {
+    reader.fail(node_of(error.key().c_str()), error.key(), error.what());
+  }
+  recipe.model.layers.attach(shape);
   recipe.model.name = preset_name.empty() ? "custom" : preset_name;
   shape.name = recipe.model.name.c_str();
 }

@@ -276,11 +276,11 @@ class Worker {
     });
     if (found == workloads_.end()) {
       build_workload(plan_, WorkloadOptions{recipe_.flash_attention, recipe_.fp32_main_grads});
-      workloads_.push_back({training.micro_batch, key, plan_.op_list(), plan_.memory_items()});
+      workloads_.push_back({training.micro_batch, key, plan_.op_list(), plan_.op_layer_kinds(), plan_.memory_items(),
+                            plan_.memory_layer_kinds()});
       return;
     }
-    plan_.ops() = found->ops;
-    plan_.memory() = found->memory;
+    plan_.set_workload(found->ops, found->op_kinds, found->memory, found->memory_kinds);
   }
 
   void descend(size_t level) {
@@ -440,7 +440,9 @@ class Worker {
     int64_t micro_batch;
     int recompute;
     std::vector<pp_op> ops;
+    std::vector<uint32_t> op_kinds;
     std::vector<pp_memory_item> memory;
+    std::vector<uint32_t> memory_kinds;
   };
 
   const Recipe& recipe_;

@@ -80,8 +80,8 @@ TEST_F(PlanFixture, AnOpMustBeAtLeastAsLargeAsInAbi10) {
   } later{op, 7.0};
   later.op.struct_size = sizeof(LaterOp);
   ASSERT_EQ(api.insert_op(api.plan, 0, &later.op), PP_OK);
-  EXPECT_EQ(plan.ops()[0].struct_size, sizeof(pp_op));
-  EXPECT_DOUBLE_EQ(plan.ops()[0].flops, 42);
+  EXPECT_EQ(plan.op_list()[0].struct_size, sizeof(pp_op));
+  EXPECT_DOUBLE_EQ(plan.op_list()[0].flops, 42);
 }
 
 // Every enum out of range and every non-finite or negative number is refused, and the reason
@@ -119,8 +119,8 @@ TEST_F(PlanFixture, OpFieldsOutOfRangeAreRefusedWithTheirName) {
     EXPECT_EQ(api.insert_op(api.plan, 1, &spoiled), PP_ERROR_INVALID_ARGUMENT) << check.field;
     EXPECT_NE(plan.refusal().find(check.field), std::string::npos) << plan.refusal();
   }
-  EXPECT_EQ(plan.ops().size(), 1u);
-  EXPECT_EQ(plan.ops()[0].dtype, PP_DTYPE_BF16);  // nothing was half-applied
+  EXPECT_EQ(plan.op_list().size(), 1u);
+  EXPECT_EQ(plan.op_list()[0].dtype, PP_DTYPE_BF16);  // nothing was half-applied
 }
 
 TEST_F(PlanFixture, MemoryItemsOutOfRangeAreRefused) {

@@ -40,6 +40,11 @@ OpTable sort_ops(const paraplan::PlanView& plan, const pp_hardware_binding_v1& h
 }
 
 std::vector<std::vector<int64_t>> chunk_layers(const paraplan::PlanView& plan, int64_t chunks) {
+  // Rank programs run every layer's ops alike; a stack of several kinds would need each layer's
+  // own (not walked yet: refused rather than run as if every layer were the first kind).
+  if (plan.raw().layer_kind_count > 1)
+    throw paraplan::Error(PP_ERROR_UNSUPPORTED, "the model has " + std::to_string(plan.raw().layer_kind_count) +
+                                                    " kinds of layer; rank programs walk uniform models only so far");
   std::vector<std::vector<int64_t>> layers;
   for (const pp_stage& stage : plan.stages()) {
     std::vector<int64_t> split;

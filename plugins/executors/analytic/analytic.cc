@@ -43,7 +43,7 @@ class Analytic : public paraplan::Executor {
     const double micro_batches = static_cast<double>(pipeline.micro_batches);
 
     std::vector<analytic::StageCost> stages;
-    for (const pp_stage& stage : plan.stages()) stages.push_back(analytic::cost_stage(plan, hardware, stage));
+    for (size_t stage = 0; stage < plan.stages().size(); ++stage) stages.push_back(analytic::cost_stage(plan, hardware, stage));
 
     // The slowest stage sets the pace of the whole pipeline.
     size_t slowest = 0, fullest = 0;

@@ -12,12 +12,24 @@ namespace {
 
 // Where an op's time goes (stage_cost.cc puts it in the same places).
 enum Bucket { kForward, kBackward, kStepBackward, kStepTail, kBucketCount };
-constexpr int kScopeCount = 4;  // PP_SCOPE_EMBEDDING .. PP_SCOPE_STEP, index scope - 1
 
 struct Sums {
   double compute = 0, critical = 0, overlappable = 0;
 };
-using ScopeSums = std::array<std::array<Sums, kBucketCount>, kScopeCount>;
+// Sums per slot: an op counts as often as its slot repeats on a stage. Slots: embedding, head,
+// step, the layer ops every kind has, then one per layer kind.
+enum FixedSlot { kEmbedding, kHead, kStep, kEveryLayer, kFirstKind };
+using SlotSums = std::vector<std::array<Sums, kBucketCount>>;
+
+size_t slot_of(pp_scope scope, uint32_t kind) {
+  switch (scope) {
+    case PP_SCOPE_EMBEDDING: return kEmbedding;
+    case PP_SCOPE_HEAD: return kHead;
+    case PP_SCOPE_STEP: return kStep;
+    case PP_SCOPE_LAYER: return kind == PP_EVERY_LAYER_KIND ? size_t{kEveryLayer} : size_t{kFirstKind} + kind;
+  }
+  return kStep;
+}
 
 Bucket bucket_of(const pp_op& op) {
   const bool per_step = op.frequency == PP_PER_STEP;
@@ -33,49 +45,60 @@ bool communicates(const pp_op& op) {
   return op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV || op.kind == PP_OP_HOST_TRANSFER;
 }
 
-void add(ScopeSums& sums, const pp_op& op, double seconds) {
-  Sums& slot = sums[static_cast<size_t>(op.scope - 1)][bucket_of(op)];
+void add(SlotSums& sums, size_t slot, const pp_op& op, double seconds) {
+  Sums& part = sums[slot][bucket_of(op)];
   if (!communicates(op))
-    slot.compute += seconds;
+    part.compute += seconds;
   else if (op.overlap == PP_OVERLAP_COMPUTE)
-    slot.overlappable += seconds;
+    part.overlappable += seconds;
   else
-    slot.critical += seconds;
+    part.critical += seconds;
 }
 
-// A stage shape: what its time depends on (in-flight activations only change its memory).
-struct StageShape {
-  double weight[kScopeCount];
-};
+// A stage shape: how often each slot repeats on it (in-flight activations only change memory).
+using StageShape = std::vector<double>;
+
+StageShape shape_of(const paraplan::PlanView& plan, size_t stage) {
+  const uint32_t kinds = plan.raw().layer_kind_count;
+  StageShape shape(kFirstKind + kinds);
+  shape[kEmbedding] = plan.multiplicity(PP_SCOPE_EMBEDDING, PP_EVERY_LAYER_KIND, stage);
+  shape[kHead] = plan.multiplicity(PP_SCOPE_HEAD, PP_EVERY_LAYER_KIND, stage);
+  shape[kStep] = 1.0;
+  shape[kEveryLayer] = plan.multiplicity(PP_SCOPE_LAYER, PP_EVERY_LAYER_KIND, stage);
+  for (uint32_t kind = 0; kind < kinds; ++kind) shape[kFirstKind + kind] = plan.multiplicity(PP_SCOPE_LAYER, kind, stage);
+  return shape;
+}
 
 double elapsed(const Sums& phase) {
   return phase.compute + phase.critical + std::max(0.0, phase.overlappable - phase.compute);
 }
 
-Sums combine(const ScopeSums& sums, const StageShape& shape, Bucket bucket) {
+Sums combine(const SlotSums& sums, const StageShape& shape, Bucket bucket) {
   Sums total;
-  for (int scope = 0; scope < kScopeCount; ++scope) {
-    const Sums& part = sums[static_cast<size_t>(scope)][bucket];
-    total.compute += shape.weight[scope] * part.compute;
-    total.critical += shape.weight[scope] * part.critical;
-    total.overlappable += shape.weight[scope] * part.overlappable;
+  for (size_t slot = 0; slot < shape.size(); ++slot) {
+    const Sums& part = sums[slot][bucket];
+    total.compute += shape[slot] * part.compute;
+    total.critical += shape[slot] * part.critical;
+    total.overlappable += shape[slot] * part.overlappable;
   }
   return total;
 }
 
 double memory_per_gpu(const paraplan::PlanView& plan, double overhead_bytes) {
-  double state[kScopeCount] = {}, activations[kScopeCount] = {};
-  for (const pp_memory_item& item : plan.memory())
-    (item.kind == PP_MEMORY_ACTIVATIONS ? activations : state)[item.scope - 1] += item.bytes;
+  const size_t slots = kFirstKind + plan.raw().layer_kind_count;
+  std::vector<double> state(slots), activations(slots);
+  for (size_t i = 0; i < plan.memory().size(); ++i) {
+    const pp_memory_item& item = plan.memory()[i];
+    (item.kind == PP_MEMORY_ACTIVATIONS ? activations : state)[slot_of(item.scope, plan.memory_layer_kind(i))] += item.bytes;
+  }
   double fullest = 0;
-  for (const pp_stage& stage : plan.stages()) {
-    double in_flight = stage.in_flight_micro_batches > 0 ? stage.in_flight_micro_batches
-                                                         : plan.pipeline().in_flight_micro_batches;
+  for (size_t stage = 0; stage < plan.stages().size(); ++stage) {
+    const pp_stage& held = plan.stages()[stage];
+    const double in_flight = held.in_flight_micro_batches > 0 ? held.in_flight_micro_batches
+                                                              : plan.pipeline().in_flight_micro_batches;
+    const StageShape shape = shape_of(plan, stage);
     double bytes = overhead_bytes;
-    for (pp_scope scope : {PP_SCOPE_EMBEDDING, PP_SCOPE_LAYER, PP_SCOPE_HEAD, PP_SCOPE_STEP}) {
-      double times = multiplicity(scope, stage);
-      bytes += times * (state[scope - 1] + in_flight * activations[scope - 1]);
-    }
+    for (size_t slot = 0; slot < slots; ++slot) bytes += shape[slot] * (state[slot] + in_flight * activations[slot]);
     fullest = std::max(fullest, bytes);
   }
   return fullest;
@@ -95,24 +118,20 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
   if (layouts == 0) return;
 
   // Everything but communication, once.
-  ScopeSums fixed{};
-  std::vector<const pp_op*> communication;
-  for (const pp_op& op : plan.ops()) {
+  SlotSums fixed(kFirstKind + plan.raw().layer_kind_count);
+  std::vector<uint32_t> communication;
+  for (uint32_t i = 0; i < plan.ops().size(); ++i) {
+    const pp_op& op = plan.ops()[i];
     if (communicates(op) && op.kind != PP_OP_HOST_TRANSFER) {
-      communication.push_back(&op);
+      communication.push_back(i);
       continue;
     }
-    add(fixed, op, op.repeat * paraplan::cost::op_time(plan, hardware, op));
+    add(fixed, slot_of(op.scope, plan.op_layer_kind(i)), op, op.repeat * paraplan::cost::op_time(plan, hardware, op));
   }
   std::vector<StageShape> shapes;
-  for (const pp_stage& stage : plan.stages()) {
-    StageShape shape{};
-    for (int scope = 0; scope < kScopeCount; ++scope)
-      shape.weight[scope] = multiplicity(static_cast<pp_scope>(scope + 1), stage);
-    bool seen = std::any_of(shapes.begin(), shapes.end(), [&](const StageShape& other) {
-      return std::equal(std::begin(shape.weight), std::end(shape.weight), std::begin(other.weight));
-    });
-    if (!seen) shapes.push_back(shape);
+  for (size_t stage = 0; stage < plan.stages().size(); ++stage) {
+    StageShape shape = shape_of(plan, stage);
+    if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end()) shapes.push_back(std::move(shape));
   }
 
   const pp_pipeline& pipeline = plan.pipeline();
@@ -123,9 +142,12 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
   const double peak = paraplan::cost::peak_flops(profile, PP_DTYPE_BF16);
   const size_t axis_count = plan.axes().size();
   for (uint32_t layout = 0; layout < layouts; ++layout) {
-    ScopeSums sums = fixed;
+    SlotSums sums = fixed;
     const int64_t* layout_strides = strides.data() + size_t{layout} * axis_count;
-    for (const pp_op* op : communication) add(sums, *op, op->repeat * paraplan::cost::op_time(plan, hardware, *op, layout_strides));
+    for (uint32_t i : communication) {
+      const pp_op& op = plan.ops()[i];
+      add(sums, slot_of(op.scope, plan.op_layer_kind(i)), op, op.repeat * paraplan::cost::op_time(plan, hardware, op, layout_strides));
+    }
     double pace = 0, tail = 0;
     for (const StageShape& shape : shapes) {
       Sums backward = combine(sums, shape, kBackward);

@@ -38,16 +38,6 @@ void add_to_phase(PhaseCost& phase, const pp_op& op, double seconds) {
 
 }  // namespace
 
-double multiplicity(pp_scope scope, const pp_stage& stage) {
-  switch (scope) {
-    case PP_SCOPE_LAYER: return static_cast<double>(stage.layers);
-    case PP_SCOPE_EMBEDDING: return stage.has_embedding ? 1.0 : 0.0;
-    case PP_SCOPE_HEAD: return stage.has_head ? 1.0 : 0.0;
-    case PP_SCOPE_STEP: return 1.0;
-  }
-  return 0.0;
-}
-
 double PhaseCost::critical_total() const { return sum(critical_comm_s); }
 double PhaseCost::overlappable_total() const { return sum(overlappable_comm_s); }
 
@@ -64,11 +54,12 @@ OwnerSeconds PhaseCost::exposed_by_owner() const {
   return exposed;
 }
 
-StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_stage& stage) {
+StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, size_t stage) {
   StageCost cost;
   const double micro_batches = static_cast<double>(plan.pipeline().micro_batches);
-  for (const pp_op& op : plan.ops()) {
-    double times = multiplicity(op.scope, stage) * op.repeat;
+  for (size_t index = 0; index < plan.ops().size(); ++index) {
+    const pp_op& op = plan.ops()[index];
+    double times = plan.multiplicity(op.scope, plan.op_layer_kind(index), stage) * op.repeat;
     if (times == 0) continue;
     double seconds = times * paraplan::cost::op_time(plan, hardware, op);
     bool per_step = op.frequency == PP_PER_STEP;
@@ -97,8 +88,9 @@ StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v
         break;
     }
   }
-  for (const pp_memory_item& item : plan.memory()) {
-    double bytes = multiplicity(item.scope, stage) * item.bytes;
+  for (size_t index = 0; index < plan.memory().size(); ++index) {
+    const pp_memory_item& item = plan.memory()[index];
+    double bytes = plan.multiplicity(item.scope, plan.memory_layer_kind(index), stage) * item.bytes;
     switch (item.kind) {
       case PP_MEMORY_PARAMETERS: cost.weights_bytes += bytes; break;
       case PP_MEMORY_GRADIENTS: cost.gradients_bytes += bytes; break;

@@ -47,9 +47,8 @@ struct StageCost {
   double tail_s() const { return step_backward.elapsed_s() - step_backward.compute_s + step_tail.elapsed_s(); }
 };
 
-// How often a scope's ops and items repeat on this stage: per layer held, or once if it has it.
-double multiplicity(pp_scope scope, const pp_stage& stage);
-
-StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_stage& stage);
+// Stage `stage`'s costs: each op and item as often as the stage holds its scope and layer kind
+// (paraplan::PlanView::multiplicity).
+StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, size_t stage);
 
 }  // namespace analytic

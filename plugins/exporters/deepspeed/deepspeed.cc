@@ -51,6 +51,9 @@ class DeepSpeed : public paraplan::Exporter {
 
   void export_plan(const paraplan::PlanView& plan, const pp_hardware_binding_v1&,
                    const paraplan::ExportContext& context, const paraplan::ArtifactSink& artifacts) override {
+    // Only what the 1.5 model fields say is translated so far: refuse the rest, never drop it.
+    if (const std::string beyond = paraplan::beyond_uniform_transformer(plan.model()); !beyond.empty())
+      throw paraplan::Error(PP_ERROR_UNSUPPORTED, "the model has " + beyond + ", which the DeepSpeed export does not write yet");
     const pp_training& training = plan.training();
     const pp_pipeline& pipeline = plan.pipeline();
     std::vector<std::string> unexpressed;

@@ -23,6 +23,9 @@
  *   1.3  the exporter kind (exporter.h); pp_plugin_v1 += exporter
  *   1.4  pp_executor_v1 += calibrate
  *   1.5  the host services (host.h: logging); pp_plugin_v1 += attach_host; the plan's names (names.h)
+ *   1.6  the layer stack: pp_layer_kind (model.h); pp_model += layer_kinds ... norm_epsilon;
+ *        pp_plan_view_v1 += op_layer_kinds ... layer_count_entries; pp_plan_api_v1 +=
+ *        insert_layer_op, add_layer_memory, set_layer_counts (structs the host hands plugins)
  */
 #ifndef PARAPLAN_ABI_HISTORY_H
 #define PARAPLAN_ABI_HISTORY_H

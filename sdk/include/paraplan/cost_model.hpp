@@ -74,23 +74,80 @@ inline double default_gemm_time(const pp_hardware_profile& profile, double m, do
   return std::max(compute, memory_time(profile, operands));
 }
 
-// Model FLOPs of one optimizer step by Megatron-LM's convention (Narayanan et al. 2021, eq. 3:
-// 72·B·s·l·h²·(1 + s/6h + V/12lh) for a GPT), generalised to GQA, SwiGLU and MoE: forward GEMMs
-// and the full s² attention square, times 3 for the backward pass; no recomputation, no padding,
-// no load imbalance. MFU divides this, not the work a plan happens to do, by time and peak.
-inline double model_flops_per_step(const pp_model& model, const pp_training& training) {
-  const double h = static_cast<double>(model.hidden), d = static_cast<double>(model.head_dim);
-  const double a = static_cast<double>(model.heads), kv = static_cast<double>(model.kv_heads);
-  const double s = static_cast<double>(model.seq_len), matrices = model.ffn_type == PP_FFN_SWIGLU ? 3.0 : 2.0;
-  double per_token_layer = 2.0 * h * (a + 2.0 * kv) * d + 2.0 * a * d * h + 4.0 * s * a * d;
-  if (model.moe_experts > 0) {
-    const double routed = static_cast<double>(model.moe_top_k + model.moe_shared_experts);
-    per_token_layer += 2.0 * h * static_cast<double>(model.moe_experts) +
-                       routed * 2.0 * matrices * h * static_cast<double>(model.moe_ffn_hidden);
-  } else {
-    per_token_layer += 2.0 * matrices * h * static_cast<double>(model.ffn_hidden);
+// Model FLOPs of one token through one layer of `kind`, forward, by Megatron-LM's convention
+// (Narayanan et al. 2021, eq. 3): every GEMM's 2mnk and the full attention square (4·s·a·d per
+// token, causal or not; a window of w keys counts 2w, at most s). MLA (DeepSeek-V2): the down and
+// up projections, heads scoring over nope + rope dims and returning v dims. Mamba-2: in_proj,
+// out_proj and the SSD's chunked matmuls (chunk 128, see host/plan/workload_builder.cc). MoE:
+// the router and top_k experts plus the shared experts. An MTP module adds its 2h -> h
+// projection and a second pass through the output head.
+inline double layer_flops_per_token(const pp_layer_kind& kind, const pp_model& model) {
+  const double h = static_cast<double>(model.hidden), s = static_cast<double>(model.seq_len);
+  const double keys = kind.sliding_window > 0 ? std::min(s, 2.0 * static_cast<double>(kind.sliding_window)) : s;
+  const double matrices = kind.ffn_type == PP_FFN_SWIGLU ? 3.0 : 2.0;
+  double flops = 0;
+  switch (kind.mixer) {
+    case PP_MIXER_ATTENTION: {
+      const double d = static_cast<double>(kind.head_dim), a = static_cast<double>(kind.heads);
+      flops += 2.0 * h * (a + 2.0 * static_cast<double>(kind.kv_heads)) * d + 2.0 * a * d * h + 4.0 * keys * a * d;
+      break;
+    }
+    case PP_MIXER_MLA: {
+      const double a = static_cast<double>(kind.heads), q_lora = static_cast<double>(kind.q_lora_rank);
+      const double kv_lora = static_cast<double>(kind.kv_lora_rank), rope = static_cast<double>(kind.qk_rope_head_dim);
+      const double nope = static_cast<double>(kind.qk_nope_head_dim), v = static_cast<double>(kind.v_head_dim);
+      flops += q_lora > 0 ? 2.0 * h * q_lora + 2.0 * q_lora * a * (nope + rope) : 2.0 * h * a * (nope + rope);
+      flops += 2.0 * h * (kv_lora + rope) + 2.0 * kv_lora * a * (nope + v) + 2.0 * a * v * h;
+      flops += 2.0 * keys * a * (nope + rope + v);
+      break;
+    }
+    case PP_MIXER_MAMBA2: {
+      const double heads = static_cast<double>(kind.mamba_heads), p = static_cast<double>(kind.mamba_head_dim);
+      const double n = static_cast<double>(kind.mamba_state), groups = static_cast<double>(kind.mamba_groups);
+      const double inner = heads * p, chunk = std::min(128.0, s);
+      flops += 2.0 * h * (2.0 * inner + 2.0 * groups * n + heads) + 2.0 * inner * h;
+      flops += 2.0 * inner * (chunk + 2.0 * n + chunk * n * groups / (heads * p));
+      break;
+    }
+    case PP_MIXER_NONE: break;
   }
-  const double per_token = static_cast<double>(model.layers) * per_token_layer + 2.0 * h * static_cast<double>(model.vocab);
+  if (kind.mlp == PP_MLP_DENSE) flops += 2.0 * matrices * h * static_cast<double>(kind.ffn_hidden);
+  if (kind.mlp == PP_MLP_MOE) {
+    const double width = static_cast<double>(kind.expert_ffn_hidden);
+    flops += 2.0 * h * static_cast<double>(kind.experts) +
+             2.0 * matrices * h * (static_cast<double>(kind.top_k) * width + static_cast<double>(kind.shared_ffn_hidden));
+  }
+  if (kind.mtp) flops += 2.0 * h * 2.0 * h + 2.0 * h * static_cast<double>(model.vocab);
+  return flops;
+}
+
+// Model FLOPs of one optimizer step: every layer's, the output head's, times 3 for the backward
+// pass; no recomputation, no padding, no load imbalance. MFU divides this, not the work a plan
+// happens to do, by time and peak. A model without the 1.6 layer stack is one uniform kind (its
+// shared experts as wide as the routed ones).
+inline double model_flops_per_step(const pp_model& model, const pp_training& training) {
+  const double h = static_cast<double>(model.hidden), s = static_cast<double>(model.seq_len);
+  double per_token = 2.0 * h * static_cast<double>(model.vocab);
+  const bool layered = model.struct_size >= offsetof(pp_model, layer_kind_stride) + sizeof(uint32_t) &&
+                       model.layer_kind_count > 0 && model.layer_kinds;
+  if (layered) {
+    const LayerKinds kinds(model);
+    for (uint32_t i = 0; i < kinds.size(); ++i)
+      per_token += static_cast<double>(kinds[i].count) * layer_flops_per_token(kinds[i], model);
+  } else {
+    pp_layer_kind uniform{};
+    uniform.struct_size = sizeof(uniform);
+    uniform.mixer = PP_MIXER_ATTENTION;
+    uniform.heads = model.heads, uniform.kv_heads = model.kv_heads, uniform.head_dim = model.head_dim;
+    uniform.ffn_type = model.ffn_type;
+    uniform.mlp = model.moe_experts > 0 ? PP_MLP_MOE : PP_MLP_DENSE;
+    uniform.ffn_hidden = model.ffn_hidden;
+    uniform.experts = model.moe_experts, uniform.top_k = model.moe_top_k;
+    uniform.expert_ffn_hidden = model.moe_ffn_hidden;
+    uniform.shared_experts = model.moe_shared_experts;
+    uniform.shared_ffn_hidden = model.moe_shared_experts * model.moe_ffn_hidden;
+    per_token += static_cast<double>(model.layers) * layer_flops_per_token(uniform, model);
+  }
   return 3.0 * per_token * static_cast<double>(training.global_batch) * s;
 }
 

@@ -46,6 +46,26 @@
 #define PP_OP_EXPERT_GATE "expert_gate"
 #define PP_OP_EXPERT_ACT "expert_act"
 #define PP_OP_EXPERT_DOWN "expert_down"
+/* ABI 1.6: multi-head latent attention (the down projections are replicated over tp, the up
+ * projections column-parallel like qkv), a Mamba-2 mixer (in_proj column-, out_proj row-parallel;
+ * attn_norm and attn_residual are any token mixer's norm and residual add), and a
+ * multi-token-prediction module's own ops (in its layer kind, beside the layer's). */
+#define PP_OP_MLA_Q_DOWN "mla_q_down"
+#define PP_OP_MLA_Q_NORM "mla_q_norm"
+#define PP_OP_MLA_Q_UP "mla_q_up"
+#define PP_OP_MLA_KV_DOWN "mla_kv_down"
+#define PP_OP_MLA_KV_NORM "mla_kv_norm"
+#define PP_OP_MLA_KV_UP "mla_kv_up"
+#define PP_OP_MAMBA_IN_PROJ "mamba_in_proj"
+#define PP_OP_MAMBA_CONV "mamba_conv"
+#define PP_OP_MAMBA_SCAN "mamba_scan" /* the SSD's chunked matmuls, as one GEMM of the same work */
+#define PP_OP_MAMBA_NORM "mamba_norm"
+#define PP_OP_MAMBA_OUT_PROJ "mamba_out_proj"
+#define PP_OP_MTP_EMBEDDING "mtp_embedding"   /* the next tokens' embeddings, looked up again */
+#define PP_OP_MTP_NORMS "mtp_norms"           /* the hidden state's and the embedding's norms */
+#define PP_OP_MTP_PROJECTION "mtp_projection" /* [h; e] (2h) -> h */
+#define PP_OP_MTP_LOGITS "mtp_logits"         /* through the shared output head */
+#define PP_OP_MTP_LOSS "mtp_loss"
 #define PP_OP_FP8_CAST_SEQ "fp8_cast_seq"
 #define PP_OP_FP8_CAST_TENSOR "fp8_cast_tensor"
 #define PP_OP_FP8_CAST_EXPERT "fp8_cast_expert"
@@ -109,6 +129,16 @@
 #define PP_MEMORY_ACT_EXPERT_HIDDEN "act.expert.hidden"
 #define PP_MEMORY_ACT_MLP_HIDDEN "act.tensor.mlp_hidden"
 #define PP_MEMORY_ACT_MLP_DROPOUT_MASK "act.seq.mlp_dropout_mask"
+/* ABI 1.6: MLA's latents, a Mamba-2 mixer's tensors, a multi-token-prediction module's. */
+#define PP_MEMORY_ACT_MLA_LATENT "act.seq.mla_latent"             /* q and kv latents (replicated projections) */
+#define PP_MEMORY_ACT_MAMBA_IN_PROJ_INPUT "act.seq.mamba_in_proj_input"
+#define PP_MEMORY_ACT_MAMBA_PROJECTED "act.tensor.mamba_projected" /* z, x, B, C, dt */
+#define PP_MEMORY_ACT_MAMBA_CONV_OUT "act.tensor.mamba_conv_out"
+#define PP_MEMORY_ACT_MAMBA_STATES "act.tensor.mamba_states"       /* the SSD's chunk states (fp32) */
+#define PP_MEMORY_ACT_MAMBA_Y "act.tensor.mamba_y"                 /* the scan's output, the norm's input */
+#define PP_MEMORY_ACT_MAMBA_OUT_PROJ_INPUT "act.tensor.mamba_out_proj_input"
+#define PP_MEMORY_ACT_MTP_INPUTS "act.seq.mtp_inputs"              /* embeddings, norms, the projection's input */
+#define PP_MEMORY_ACT_MTP_LOGITS "act.seq.mtp_logits"
 #define PP_MEMORY_ACT_EMBEDDING_DROPOUT_MASK "act.seq.embedding_dropout_mask" /* first stage */
 #define PP_MEMORY_ACT_LOGITS "act.head.logits"                                 /* last stage */
 

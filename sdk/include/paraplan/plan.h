@@ -170,7 +170,7 @@ typedef struct pp_pipeline {
 
 typedef struct pp_stage {
   uint32_t struct_size;
-  int64_t layers;        /* transformer layers on this stage (all its chunks together) */
+  int64_t layers;        /* layers on this stage (all its chunks and kinds together, MTP modules included) */
   int32_t has_embedding;
   int32_t has_head;
   /* Activation sets of this whole stage held at its peak (1F1B: min(p - stage, m)); 0 = use
@@ -208,6 +208,17 @@ typedef struct pp_plan_view_v1 {
   const pp_schedule_step* steps;
   uint64_t step_count;
   int64_t data_parallel_size; /* ranks that process different samples (see strategy.h) */
+  /* ABI 1.6: which kind of layer (model.h) each LAYER-scope op and memory item belongs to, one
+   * entry per op and per item (PP_EVERY_LAYER_KIND: every layer has it, whatever its kind; the
+   * entries of other scopes are PP_EVERY_LAYER_KIND too), and how many layers of each kind every
+   * virtual stage holds: layer_counts[(chunk * stages + stage) * layer_kind_count + kind], chunk
+   * c of stage s being virtual stage c·p + s. Read them only when struct_size covers them
+   * (paraplan::PlanView does). */
+  const uint32_t* op_layer_kinds;
+  const uint32_t* memory_layer_kinds;
+  uint32_t layer_kind_count;
+  const int64_t* layer_counts;
+  uint64_t layer_count_entries; /* stages * virtual_stages * layer_kind_count */
 } pp_plan_view_v1;
 
 /* The host's plan-editing services, handed to a strategy's apply(). Indices refer to the arrays
@@ -228,6 +239,16 @@ typedef struct pp_plan_api_v1 {
   pp_status (*set_pipeline)(void* plan, const pp_pipeline* pipeline, const pp_stage* stages,
                             uint32_t stage_count);
   pp_status (*set_schedule)(void* plan, const pp_schedule_step* steps, uint64_t count);
+  /* ABI 1.6 (read struct_size before calling). insert_op and add_memory of a 1.5 plugin give a
+   * LAYER op the kind of the LAYER op before it (else after it) and a LAYER item every kind;
+   * these name the kind (PP_EVERY_LAYER_KIND allowed). */
+  pp_status (*insert_layer_op)(void* plan, uint32_t index, const pp_op* op, uint32_t layer_kind);
+  pp_status (*add_layer_memory)(void* plan, const pp_memory_item* item, uint32_t layer_kind);
+  /* Layers of each kind on every virtual stage, laid out as pp_plan_view_v1.layer_counts, after
+   * set_pipeline; each stage's kinds must add up to its pp_stage.layers and each kind's to the
+   * model's count. Without it (a 1.5 pipeline plugin), the host fills the stages in the model's
+   * layer order, each stage's layers split over its chunks as evenly as they go. */
+  pp_status (*set_layer_counts)(void* plan, const int64_t* counts, uint64_t count);
 } pp_plan_api_v1;
 
 #endif /* PARAPLAN_PLAN_H */

@@ -265,6 +265,40 @@ inline bool has_prefix(const char* name, std::string_view prefix) {
   return std::string_view(name).substr(0, prefix.size()) == prefix;
 }
 
+// The model's kinds of layer (ABI 1.6; model.h), indexed with the host's stride.
+class LayerKinds {
+ public:
+  explicit LayerKinds(const pp_model& model) : model_(model) {}
+  uint32_t size() const { return model_.layer_kind_count; }
+  const pp_layer_kind& operator[](uint32_t index) const {
+    const auto* base = reinterpret_cast<const unsigned char*>(model_.layer_kinds);
+    return *reinterpret_cast<const pp_layer_kind*>(base + static_cast<size_t>(index) * model_.layer_kind_stride);
+  }
+  // The kind of the model's `index`-th layer (0 = first; MTP modules after the decoder layers).
+  uint32_t kind_of_layer(int64_t index) const { return model_.layer_sequence[index]; }
+
+ private:
+  const pp_model& model_;
+};
+
+// Why `model` is more than a uniform transformer (one kind of layer: attention over the full
+// sequence, a dense or MoE MLP whose shared experts are as wide as the routed ones, no
+// multi-token prediction), or "" when it is one: what a consumer that reads only the 1.5 model
+// fields (an exporter writing an engine's flags) can express faithfully.
+inline std::string beyond_uniform_transformer(const pp_model& model) {
+  if (model.layer_kind_count > 1) return std::to_string(model.layer_kind_count) + " kinds of layer";
+  if (model.layer_kind_count == 0 || !model.layer_kinds) return "";
+  const pp_layer_kind& kind = LayerKinds(model)[0];
+  if (kind.mixer != PP_MIXER_ATTENTION) return kind.mixer == PP_MIXER_MLA ? "multi-head latent attention" : "Mamba-2 layers";
+  if (kind.sliding_window > 0) return "sliding-window attention";
+  if (kind.mlp == PP_MLP_NONE) return "layers without an MLP";
+  if (kind.mlp == PP_MLP_MOE && kind.shared_ffn_hidden != kind.shared_experts * kind.expert_ffn_hidden)
+    return "shared experts of their own width";
+  if (kind.ffn_type == PP_FFN_SQUARED_RELU) return "a squared-ReLU MLP";
+  if (model.mtp_layers > 0) return "multi-token prediction";
+  return "";
+}
+
 // A read-only plan snapshot with spans instead of pointer+count pairs.
 class PlanView {
  public:
@@ -309,6 +343,46 @@ class PlanView {
     const int32_t index = axis_index(name);
     return index < 0 ? 1 : view_.axes[static_cast<uint32_t>(index)].degree;
   }
+  // The layer stack (ABI 1.6): the model's kinds, the kind each LAYER op and item belongs to
+  // (PP_EVERY_LAYER_KIND: all of them), and the layers of each kind on each stage and chunk.
+  LayerKinds layer_kinds() const { return LayerKinds(*view_.model); }
+  uint32_t op_layer_kind(size_t op) const { return view_.op_layer_kinds[op]; }
+  uint32_t memory_layer_kind(size_t item) const { return view_.memory_layer_kinds[item]; }
+  int64_t layers_on_chunk(size_t stage, size_t chunk, uint32_t kind) const {
+    const size_t kinds = view_.layer_kind_count, virtual_stage = chunk * view_.stage_count + stage;
+    if (kind == PP_EVERY_LAYER_KIND) {
+      int64_t total = 0;
+      for (size_t k = 0; k < kinds; ++k) total += view_.layer_counts[virtual_stage * kinds + k];
+      return total;
+    }
+    return view_.layer_counts[virtual_stage * kinds + kind];
+  }
+  int64_t layers_on_stage(size_t stage, uint32_t kind) const {
+    int64_t total = 0;
+    const size_t chunks = static_cast<size_t>(view_.pipeline->virtual_stages);
+    for (size_t chunk = 0; chunk < chunks; ++chunk) total += layers_on_chunk(stage, chunk, kind);
+    return total;
+  }
+  // How often an op or item of `scope` and layer kind `kind` counts on `stage` per micro-batch:
+  // the stage's layers of that kind (LAYER), 1 or 0 (EMBEDDING, HEAD), 1 (STEP).
+  double multiplicity(pp_scope scope, uint32_t kind, size_t stage) const {
+    const pp_stage& held = view_.stages[stage];
+    switch (scope) {
+      case PP_SCOPE_LAYER: return static_cast<double>(layers_on_stage(stage, kind));
+      case PP_SCOPE_EMBEDDING: return held.has_embedding ? 1.0 : 0.0;
+      case PP_SCOPE_HEAD: return held.has_head ? 1.0 : 0.0;
+      case PP_SCOPE_STEP: return 1.0;
+    }
+    return 0.0;
+  }
+  // The indices of the LAYER ops named `name` that belong to `kind` (or to every kind).
+  std::vector<uint32_t> ops_named_in(std::string_view name, uint32_t kind) const {
+    std::vector<uint32_t> found;
+    for (uint32_t i = 0; i < view_.op_count; ++i)
+      if (name == view_.ops[i].name && (view_.op_layer_kinds[i] == kind || view_.op_layer_kinds[i] == PP_EVERY_LAYER_KIND))
+        found.push_back(i);
+    return found;
+  }
   const pp_plan_view_v1& raw() const { return view_; }
 
  private:
@@ -350,6 +424,17 @@ class PlanEditor {
   }
   void set_schedule(std::span<const pp_schedule_step> steps) {
     check(api_->set_schedule(api_->plan, steps.data(), steps.size()), "set_schedule");
+  }
+  // ABI 1.6: an op or item of one layer kind (PP_EVERY_LAYER_KIND: all), and the layers of each
+  // kind on every virtual stage (pp_plan_view_v1.layer_counts' layout).
+  void insert_layer_op(uint32_t index, const pp_op& op, uint32_t kind) {
+    check(api_->insert_layer_op(api_->plan, index, &op, kind), "insert_layer_op");
+  }
+  void add_layer_memory(const pp_memory_item& item, uint32_t kind) {
+    check(api_->add_layer_memory(api_->plan, &item, kind), "add_layer_memory");
+  }
+  void set_layer_counts(std::span<const int64_t> counts) {
+    check(api_->set_layer_counts(api_->plan, counts.data(), counts.size()), "set_layer_counts");
   }
 
  private:

@@ -1,0 +1,291 @@
+// paraplan/cost_model.hpp: the default cost functions executors use, header-only.
+//
+// A hardware plugin may override gemm_time and collective_time; these are the defaults and the
+// fallbacks, written from first principles so every executor prices an op the same way:
+//
+//   GEMM: flops / (peak[dtype] * efficiency), efficiency = max * f / (f + f_half), and never
+//         faster than moving its operands through HBM (roofline).
+//   Collectives (Thakur, Rabenseifner and Gropp 2005, ring algorithms), per tier:
+//         all-gather / reduce-scatter: (P-1)·alpha + (P-1)/P · n / B
+//         all-reduce: twice that;  all-to-all: (P-1)·alpha + (P-1)/P · n / B
+//   A group whose span exceeds the innermost domain runs hierarchically: reduce-scatter inside
+//   the domain, the collective across domains on 1/P_local of the data over the outer tier,
+//   all-gather inside (NCCL's tree/ring split across NVLink and the network does the same).
+//   B is the tier's per-GPU bandwidth times its achievable efficiency.
+//
+//   op_time(plan, binding, op) prices one plan op with these, as every bundled executor does.
+//
+//   double seconds = paraplan::cost::gemm_time(binding, 8192, 8192, 8192, PP_DTYPE_BF16);
+#ifndef PARAPLAN_COST_MODEL_HPP
+#define PARAPLAN_COST_MODEL_HPP
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+
+#include "paraplan/hardware.h"
+#include "paraplan/sdk.hpp"
+
+namespace paraplan::cost {
+
+inline double dtype_bytes(pp_dtype dtype) {
+  switch (dtype) {
+    case PP_DTYPE_FP32:
+    case PP_DTYPE_TF32: return 4.0;
+    case PP_DTYPE_FP8: return 1.0;
+    default: return 2.0;
+  }
+}
+
+inline double peak_flops(const pp_hardware_profile& profile, pp_dtype dtype) {
+  double peak = profile.peak_flops[dtype];
+  // A dtype the GPU lacks (fp8 on A100) runs at the next wider one, as frameworks fall back.
+  if (peak <= 0 && dtype == PP_DTYPE_FP8) peak = profile.peak_flops[PP_DTYPE_BF16];
+  if (peak <= 0) throw ConstraintError(std::string(profile.name) + " has no peak FLOP/s for this dtype");
+  return peak;
+}
+
+inline double memory_time(const pp_hardware_profile& profile, double bytes) {
+  double efficiency = profile.memory_efficiency > 0 ? profile.memory_efficiency : 1.0;
+  return bytes / (profile.memory_bandwidth_bytes_per_s * efficiency);
+}
+
+// The plateau FP8 GEMMs reach (ABI 1.2), or the bf16 one where the profile has none.
+inline double fp8_gemm_efficiency_max(const pp_hardware_profile& profile) {
+  const bool declared = profile.struct_size >= offsetof(pp_hardware_profile, gemm_efficiency_max_fp8) + sizeof(double);
+  return declared && profile.gemm_efficiency_max_fp8 > 0 ? profile.gemm_efficiency_max_fp8 : profile.gemm_efficiency_max;
+}
+
+inline double default_gemm_time(const pp_hardware_profile& profile, double m, double n, double k, pp_dtype dtype) {
+  double flops = 2.0 * m * n * k;
+  if (flops <= 0) return 0.0;
+  const double bf16_maximum = profile.gemm_efficiency_max > 0 ? profile.gemm_efficiency_max : 1.0;
+  double maximum = bf16_maximum, half_flops = std::max(0.0, profile.gemm_half_efficiency_flops);
+  const double fp8_maximum = dtype == PP_DTYPE_FP8 ? fp8_gemm_efficiency_max(profile) : 0.0;
+  if (fp8_maximum > 0 && profile.peak_flops[PP_DTYPE_BF16] > 0) {
+    // The same fixed cost t0 per GEMM: F_half = t0 x peak x maximum scales with FP8's peak and plateau.
+    maximum = fp8_maximum;
+    half_flops *= peak_flops(profile, dtype) / profile.peak_flops[PP_DTYPE_BF16] * maximum / bf16_maximum;
+  }
+  double efficiency = maximum * flops / (flops + half_flops);
+  double compute = flops / (peak_flops(profile, dtype) * efficiency);
+  double operands = (m * k + k * n + m * n) * dtype_bytes(dtype);
+  return std::max(compute, memory_time(profile, operands));
+}
+
+// Model FLOPs of one token through one layer of `kind`, forward, by Megatron-LM's convention
+// (Narayanan et al. 2021, eq. 3): every GEMM's 2mnk and the full attention square (4·s·a·d per
+// token, causal or not; a window of w keys counts 2w, at most s). MLA (DeepSeek-V2): the down and
+// up projections, heads scoring over nope + rope dims and returning v dims. Mamba-2: in_proj,
+// out_proj and the SSD's chunked matmuls (chunk 128, see host/plan/workload_builder.cc). MoE:
+// the router and top_k experts plus the shared experts. An MTP module adds its 2h -> h
+// projection and a second pass through the output head.
+inline double layer_flops_per_token(const pp_layer_kind& kind, const pp_model& model) {
+  const double h = static_cast<double>(model.hidden), s = static_cast<double>(model.seq_len);
+  const double keys = kind.sliding_window > 0 ? std::min(s, 2.0 * static_cast<double>(kind.sliding_window)) : s;
+  const double matrices = kind.ffn_type == PP_FFN_SWIGLU ? 3.0 : 2.0;
+  double flops = 0;
+  switch (kind.mixer) {
+    case PP_MIXER_ATTENTION: {
+      const double d = static_cast<double>(kind.head_dim), a = static_cast<double>(kind.heads);
+      flops += 2.0 * h * (a + 2.0 * static_cast<double>(kind.kv_heads)) * d + 2.0 * a * d * h + 4.0 * keys * a * d;
+      break;
+    }
+    case PP_MIXER_MLA: {
+      const double a = static_cast<double>(kind.heads), q_lora = static_cast<double>(kind.q_lora_rank);
+      const double kv_lora = static_cast<double>(kind.kv_lora_rank), rope = static_cast<double>(kind.qk_rope_head_dim);
+      const double nope = static_cast<double>(kind.qk_nope_head_dim), v = static_cast<double>(kind.v_head_dim);
+      flops += q_lora > 0 ? 2.0 * h * q_lora + 2.0 * q_lora * a * (nope + rope) : 2.0 * h * a * (nope + rope);
+      flops += 2.0 * h * (kv_lora + rope) + 2.0 * kv_lora * a * (nope + v) + 2.0 * a * v * h;
+      flops += 2.0 * keys * a * (nope + rope + v);
+      break;
+    }
+    case PP_MIXER_MAMBA2: {
+      const double heads = static_cast<double>(kind.mamba_heads), p = static_cast<double>(kind.mamba_head_dim);
+      const double n = static_cast<double>(kind.mamba_state), groups = static_cast<double>(kind.mamba_groups);
+      const double inner = heads * p, chunk = std::min(128.0, s);
+      flops += 2.0 * h * (2.0 * inner + 2.0 * groups * n + heads) + 2.0 * inner * h;
+      flops += 2.0 * inner * (chunk + 2.0 * n + chunk * n * groups / (heads * p));
+      break;
+    }
+    case PP_MIXER_NONE: break;
+  }
+  if (kind.mlp == PP_MLP_DENSE) flops += 2.0 * matrices * h * static_cast<double>(kind.ffn_hidden);
+  if (kind.mlp == PP_MLP_MOE) {
+    const double width = static_cast<double>(kind.expert_ffn_hidden);
+    flops += 2.0 * h * static_cast<double>(kind.experts) +
+             2.0 * matrices * h * (static_cast<double>(kind.top_k) * width + static_cast<double>(kind.shared_ffn_hidden));
+  }
+  if (kind.mtp) flops += 2.0 * h * 2.0 * h + 2.0 * h * static_cast<double>(model.vocab);
+  return flops;
+}
+
+// Model FLOPs of one optimizer step: every layer's, the output head's, times 3 for the backward
+// pass; no recomputation, no padding, no load imbalance. MFU divides this, not the work a plan
+// happens to do, by time and peak. A model without the 1.6 layer stack is one uniform kind (its
+// shared experts as wide as the routed ones).
+inline double model_flops_per_step(const pp_model& model, const pp_training& training) {
+  const double h = static_cast<double>(model.hidden), s = static_cast<double>(model.seq_len);
+  double per_token = 2.0 * h * static_cast<double>(model.vocab);
+  const bool layered = model.struct_size >= offsetof(pp_model, layer_kind_stride) + sizeof(uint32_t) &&
+                       model.layer_kind_count > 0 && model.layer_kinds;
+  if (layered) {
+    const LayerKinds kinds(model);
+    for (uint32_t i = 0; i < kinds.size(); ++i)
+      per_token += static_cast<double>(kinds[i].count) * layer_flops_per_token(kinds[i], model);
+  } else {
+    pp_layer_kind uniform{};
+    uniform.struct_size = sizeof(uniform);
+    uniform.mixer = PP_MIXER_ATTENTION;
+    uniform.heads = model.heads, uniform.kv_heads = model.kv_heads, uniform.head_dim = model.head_dim;
+    uniform.ffn_type = model.ffn_type;
+    uniform.mlp = model.moe_experts > 0 ? PP_MLP_MOE : PP_MLP_DENSE;
+    uniform.ffn_hidden = model.ffn_hidden;
+    uniform.experts = model.moe_experts, uniform.top_k = model.moe_top_k;
+    uniform.expert_ffn_hidden = model.moe_ffn_hidden;
+    uniform.shared_experts = model.moe_shared_experts;
+    uniform.shared_ffn_hidden = model.moe_shared_experts * model.moe_ffn_hidden;
+    per_token += static_cast<double>(model.layers) * layer_flops_per_token(uniform, model);
+  }
+  return 3.0 * per_token * static_cast<double>(training.global_batch) * s;
+}
+
+// The profile as this cluster sees it: an intra-node tier (domain no larger than the profile's
+// node) shrinks to the cluster's node when the recipe puts fewer GPUs in a node; rack-scale
+// domains (GB200 NVL72) span nodes and stay as they are.
+inline pp_hardware_profile fit_to_cluster(const pp_hardware_profile& profile, const pp_cluster& cluster) {
+  pp_hardware_profile fitted = profile;
+  for (uint32_t i = 0; i < fitted.tier_count; ++i) {
+    pp_tier& tier = fitted.tiers[i];
+    bool intra_node = tier.domain_size > 0 && tier.domain_size <= profile.gpus_per_node;
+    if (intra_node && cluster.gpus_per_node > 0 && cluster.gpus_per_node < tier.domain_size)
+      tier.domain_size = cluster.gpus_per_node;
+  }
+  fitted.gpus_per_node = cluster.gpus_per_node > 0 ? cluster.gpus_per_node : profile.gpus_per_node;
+  return fitted;
+}
+
+// Index of the innermost tier whose domain holds `span` consecutive ranks.
+inline uint32_t tier_for_span(const pp_hardware_profile& profile, int64_t span) {
+  for (uint32_t i = 0; i < profile.tier_count; ++i)
+    if (profile.tiers[i].domain_size == 0 || span <= profile.tiers[i].domain_size) return i;
+  return profile.tier_count - 1;
+}
+
+inline double ring_time(const pp_tier& tier, pp_collective kind, double bytes, double ranks) {
+  if (ranks <= 1 || bytes <= 0) return 0.0;
+  double bandwidth = tier.bandwidth_bytes_per_s * (tier.efficiency > 0 ? tier.efficiency : 1.0);
+  double steps = ranks - 1.0;
+  double one_pass = steps * tier.latency_s + steps / ranks * bytes / bandwidth;
+  return kind == PP_COLLECTIVE_ALL_REDUCE ? 2.0 * one_pass : one_pass;
+}
+
+inline double default_collective_time(const pp_hardware_profile& profile, pp_collective kind, double bytes,
+                                      int64_t group, int64_t stride) {
+  if (group <= 1 || bytes <= 0 || profile.tier_count == 0) return 0.0;
+  stride = std::max<int64_t>(stride, 1);
+  const pp_tier& inner = profile.tiers[0];
+  uint32_t outer_index = tier_for_span(profile, stride * group);
+  if (outer_index == 0) return ring_time(inner, kind, bytes, static_cast<double>(group));
+  const pp_tier& outer = profile.tiers[outer_index];
+  // Group members that share an inner domain: consecutive members are `stride` ranks apart.
+  double local = inner.domain_size > stride ? std::min<double>(group, static_cast<double>(inner.domain_size / stride)) : 1.0;
+  double across = static_cast<double>(group) / local;
+  switch (kind) {
+    case PP_COLLECTIVE_ALL_TO_ALL: {
+      // Each rank sends (P-1)/P of its buffer; the part bound for other domains crosses the outer tier.
+      double ranks = static_cast<double>(group);
+      double inner_part = (local - 1.0) / ranks * bytes;
+      double outer_part = (ranks - local) / ranks * bytes;
+      double inner_time = inner_part / (inner.bandwidth_bytes_per_s * (inner.efficiency > 0 ? inner.efficiency : 1.0));
+      double outer_time = outer_part / (outer.bandwidth_bytes_per_s * (outer.efficiency > 0 ? outer.efficiency : 1.0));
+      return (local - 1.0) * inner.latency_s + (ranks - local) * outer.latency_s + std::max(inner_time, outer_time);
+    }
+    case PP_COLLECTIVE_ALL_REDUCE:
+      return ring_time(inner, PP_COLLECTIVE_REDUCE_SCATTER, bytes, local) +
+             ring_time(outer, PP_COLLECTIVE_ALL_REDUCE, bytes / local, across) +
+             ring_time(inner, PP_COLLECTIVE_ALL_GATHER, bytes, local);
+    default:  // all-gather, reduce-scatter, broadcast: one pass inside, one across
+      return ring_time(inner, kind, bytes, local) + ring_time(outer, kind, bytes / local, across);
+  }
+}
+
+// Point-to-point: one message over the tier that separates ranks `stride` apart.
+inline double default_send_time(const pp_hardware_profile& profile, double bytes, int64_t stride) {
+  if (bytes <= 0 || profile.tier_count == 0) return 0.0;
+  const pp_tier& tier = profile.tiers[tier_for_span(profile, std::max<int64_t>(stride, 1) + 1)];
+  return tier.latency_s + bytes / (tier.bandwidth_bytes_per_s * (tier.efficiency > 0 ? tier.efficiency : 1.0));
+}
+
+// Copies between GPU and host memory (offload) over PCIe or a chip-to-chip link.
+inline double host_transfer_time(const pp_hardware_profile& profile, double bytes) {
+  if (bytes <= 0) return 0.0;
+  if (profile.host_link_bandwidth_bytes_per_s <= 0)
+    throw ConstraintError(std::string(profile.name) + " declares no host link bandwidth; offload cannot be priced");
+  return bytes / profile.host_link_bandwidth_bytes_per_s;
+}
+
+// The binding's own callbacks when the hardware plugin provides them, else the defaults.
+inline double gemm_time(const pp_hardware_binding_v1& hardware, double m, double n, double k, pp_dtype dtype) {
+  if (hardware.functions && hardware.functions->gemm_time) {
+    double seconds = 0;
+    char message[256] = {};
+    pp_error error{sizeof(pp_error), message, sizeof(message)};
+    pp_status status = hardware.functions->gemm_time(hardware.instance, m, n, k, dtype, &seconds, &error);
+    if (status != PP_OK) throw Error(status, std::string("hardware gemm_time: ") + message);
+    return seconds;
+  }
+  return default_gemm_time(*hardware.profile, m, n, k, dtype);
+}
+
+inline double collective_time(const pp_hardware_binding_v1& hardware, pp_collective kind, double bytes, int64_t group,
+                              int64_t stride) {
+  if (hardware.functions && hardware.functions->collective_time) {
+    double seconds = 0;
+    char message[256] = {};
+    pp_error error{sizeof(pp_error), message, sizeof(message)};
+    pp_status status =
+        hardware.functions->collective_time(hardware.instance, kind, bytes, group, stride, &seconds, &error);
+    if (status != PP_OK) throw Error(status, std::string("hardware collective_time: ") + message);
+    return seconds;
+  }
+  return default_collective_time(*hardware.profile, kind, bytes, group, stride);
+}
+
+// Seconds for one instance of `op` on one rank, by the binding's cost functions: what every
+// executor charges for it. A backward GEMM carries both gradient GEMMs (flops = 2x forward): it
+// is priced at the forward shape and scaled by its work. Communication is priced over its axis's
+// degree and stride: `strides` (one per plan axis) when given, else the plan's own.
+inline double op_time(const PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_op& op,
+                      const int64_t* strides = nullptr) {
+  const pp_hardware_profile& profile = *hardware.profile;
+  switch (op.kind) {
+    case PP_OP_GEMM: {
+      const double count = op.count > 0 ? op.count : 1.0;
+      const double forward_flops = 2.0 * op.m * op.n * op.k * count;
+      const double scale = forward_flops > 0 ? op.flops / forward_flops : 0.0;
+      return scale * count * gemm_time(hardware, op.m, op.n, op.k, op.dtype);
+    }
+    case PP_OP_ATTENTION: {
+      const double efficiency = profile.attention_efficiency > 0 ? profile.attention_efficiency : 0.5;
+      return op.flops / (peak_flops(profile, op.dtype) * efficiency);
+    }
+    case PP_OP_MEMORY: return memory_time(profile, op.bytes);
+    case PP_OP_COLLECTIVE: {
+      const size_t index = static_cast<size_t>(op.axis);
+      const pp_mesh_axis& axis = plan.axes()[index];
+      return collective_time(hardware, op.collective, op.bytes, axis.degree, strides ? strides[index] : axis.stride);
+    }
+    case PP_OP_SEND_RECV: {
+      const size_t index = static_cast<size_t>(op.axis);
+      return default_send_time(profile, op.bytes, strides ? strides[index] : plan.axes()[index].stride);
+    }
+    case PP_OP_HOST_TRANSFER: return host_transfer_time(profile, op.bytes);
+  }
+  return 0.0;
+}
+
+}  // namespace paraplan::cost
+
+#endif  // PARAPLAN_COST_MODEL_HPP

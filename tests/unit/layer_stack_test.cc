@@ -1,0 +1,233 @@
+// The layer stack (ABI 1.6) against independent values: each preset's parameters by a hand
+// formula written here from the model's published config, the publishers' headline totals, the
+// kinds and their order as the configs place them, and the plan's layers of each kind per stage.
+#include "host/model/layer_stack.h"
+
+#include <map>
+#include <string>
+
+#include "host/model/parameter_count.h"
+#include "host/plan/plan.h"
+#include "host/recipe/recipe_reader.h"
+#include "paraplan/sdk.hpp"
+#include "test_support.h"
+
+namespace paraplan::host {
+namespace {
+
+std::unique_ptr<Recipe> preset_recipe(const std::string& preset, const std::string& extra = "") {
+  return parse_recipe("[model]\npreset = \"" + preset + "\"\n" + extra +
+                          "[training]\nglobal_batch = 64\n[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 8\n",
+                      "preset.toml");
+}
+
+std::map<std::string, int64_t> kind_counts(const LayerStack& stack) {
+  std::map<std::string, int64_t> counts;
+  for (const pp_layer_kind& kind : stack.kinds()) counts[kind.name] = kind.count;
+  return counts;
+}
+
+// Multi-head latent attention's weights per layer (DeepSeek-V2 sec. 2.1): W_DQ, the q latent's
+// norm, W_UQ (nope + rope per head), W_DKV with the shared rotary key, the kv latent's norm,
+// W_UK and W_UV, W_O.
+double mla(double h, double heads, double q_lora, double kv_lora, double nope, double rope, double v) {
+  return h * q_lora + q_lora + q_lora * heads * (nope + rope) + h * (kv_lora + rope) + kv_lora +
+         kv_lora * heads * (nope + v) + heads * v * h;
+}
+double gqa(double h, double heads, double kv_heads, double d) { return h * (heads + 2 * kv_heads) * d + heads * d * h; }
+double swiglu(double h, double f) { return 3 * h * f; }
+
+TEST(LayerStack, DeepSeekV3MatchesItsConfigAndHeadline) {
+  auto recipe = preset_recipe("deepseek-v3");
+  const double h = 7168, vocab = 129280;
+  const double attention = mla(h, 128, 1536, 512, 128, 64, 128) + 2 * h;  // + the two layer norms
+  const double dense = attention + swiglu(h, 18432);
+  const double routed = 256 * swiglu(h, 2048), shared = swiglu(h, 2048), router = 256 * h;
+  const double moe = attention + router + shared + routed;
+  const double mtp = moe + 3 * h + 2 * h * h;  // enorm, hnorm, eh_proj (2h -> h), final norm
+  const ModelParameters counted = count_model_parameters(recipe->model.shape);
+  EXPECT_DOUBLE_EQ(counted.layers, 3 * dense + 58 * moe);
+  EXPECT_DOUBLE_EQ(counted.mtp, mtp);
+  EXPECT_DOUBLE_EQ(counted.total_without_mtp(), 3 * dense + 58 * moe + 2 * vocab * h + h);
+  // DeepSeek-V3 README: 671B total without the 14B MTP module; 37B activated, embedding and head
+  // included (README_WEIGHTS: "36.7B ... including 0.9B for Embedding and 0.9B for the output Head").
+  EXPECT_NEAR(counted.total_without_mtp() / 671e9, 1.0, 0.015);
+  EXPECT_NEAR(counted.active / 37e9, 1.0, 0.015);
+  EXPECT_DOUBLE_EQ(counted.active, 3 * dense + 58 * (attention + router + shared + 8 * swiglu(h, 2048)) + 2 * vocab * h + h);
+  // README_WEIGHTS: the MTP module holds 11.5B unique parameters.
+  EXPECT_NEAR(counted.mtp / 11.5e9, 1.0, 0.015);
+  const std::map<std::string, int64_t> expected{{"mla+dense", 3}, {"mla+moe", 58}, {"mtp:mla+moe", 1}};
+  EXPECT_EQ(kind_counts(recipe->model.layers), expected);
+  EXPECT_EQ(recipe->model.layers.sequence().size(), 62u);
+  EXPECT_EQ(recipe->model.layers.kinds()[recipe->model.layers.sequence()[2]].mlp, PP_MLP_DENSE);
+  EXPECT_EQ(recipe->model.layers.kinds()[recipe->model.layers.sequence()[3]].mlp, PP_MLP_MOE);
+}
+
+TEST(LayerStack, KimiK2MatchesItsConfigAndHeadline) {
+  auto recipe = preset_recipe("kimi-k2");
+  const double h = 7168, vocab = 163840;
+  const double attention = mla(h, 64, 1536, 512, 128, 64, 128) + 2 * h;
+  const double moe = attention + 384 * h + swiglu(h, 2048) + 384 * swiglu(h, 2048);
+  const double dense = attention + swiglu(h, 18432);
+  const ModelParameters counted = count_model_parameters(recipe->model.shape);
+  EXPECT_DOUBLE_EQ(counted.total(), dense + 60 * moe + 2 * vocab * h + h);
+  // Moonshot's "1T total, 32B activated" rounds 1.04T (Kimi K2 technical report figures as
+  // quoted); against 1.000T the count is 2.6 % over.
+  EXPECT_NEAR(counted.total() / 1.04e12, 1.0, 0.015);
+  EXPECT_NEAR(counted.active / 32e9, 1.0, 0.03);
+}
+
+TEST(LayerStack, Qwen3MoeModelsMatchTheirConfigsAndHeadlines) {
+  struct Case {
+    const char* preset;
+    double layers, h, heads, kv, experts, top_k, f, vocab, total, active;
+  };
+  // Qwen3 model cards: 30.5B / 3.3B and 235B / 22B (QK norms, 2 x 128 per layer, not counted).
+  for (const Case& c : {Case{"qwen3-30b-a3b", 48, 2048, 32, 4, 128, 8, 768, 151936, 30.5e9, 3.3e9},
+                        Case{"qwen3-235b-a22b", 94, 4096, 64, 4, 128, 8, 1536, 151936, 235e9, 22e9}}) {
+    SCOPED_TRACE(c.preset);
+    auto recipe = preset_recipe(c.preset);
+    const double attention = gqa(c.h, c.heads, c.kv, 128) + 2 * c.h, router = c.experts * c.h;
+    const ModelParameters counted = count_model_parameters(recipe->model.shape);
+    EXPECT_DOUBLE_EQ(counted.total(), c.layers * (attention + router + c.experts * swiglu(c.h, c.f)) + 2 * c.vocab * c.h + c.h);
+    EXPECT_DOUBLE_EQ(counted.active, c.layers * (attention + router + c.top_k * swiglu(c.h, c.f)) + 2 * c.vocab * c.h + c.h);
+    EXPECT_NEAR(counted.total() / c.total, 1.0, 0.015);
+    EXPECT_NEAR(counted.active / c.active, 1.0, 0.02);
+  }
+}
+
+TEST(LayerStack, GptOssAlternatesSlidingAndFullAttention) {
+  auto recipe = preset_recipe("gpt-oss-120b");
+  const double h = 2880, vocab = 201088;
+  const double layer = gqa(h, 64, 8, 64) + 2 * h + 128 * h, experts = 128 * swiglu(h, 2880);
+  const ModelParameters counted = count_model_parameters(recipe->model.shape);
+  EXPECT_DOUBLE_EQ(counted.total(), 36 * (layer + experts) + 2 * vocab * h + h);
+  // openai/gpt-oss README: "117B parameters with 5.1B active"; the active figure counts the
+  // unembedding, not the embedding lookup (biases and attention sinks, ~0.1 %, not counted here).
+  EXPECT_NEAR(counted.total() / 116.8e9, 1.0, 0.015);
+  EXPECT_NEAR((counted.active - vocab * h) / 5.1e9, 1.0, 0.015);
+  const LayerStack& stack = recipe->model.layers;
+  const std::map<std::string, int64_t> expected{{"gqa-swa+moe", 18}, {"gqa+moe", 18}};
+  EXPECT_EQ(kind_counts(stack), expected);
+  // Hugging Face layer_types: sliding on even layers (0, 2, ...), full on odd ones.
+  EXPECT_EQ(stack.kinds()[stack.sequence()[0]].sliding_window, 128);
+  EXPECT_EQ(stack.kinds()[stack.sequence()[1]].sliding_window, 0);
+}
+
+TEST(LayerStack, NemotronThreeNanoFollowsItsHybridPattern) {
+  auto recipe = preset_recipe("nemotron-3-nano");
+  const double h = 2688, vocab = 131072;
+  // Megatron-LM's MambaMixer: in_proj h -> 2·d_inner + 2·G·N + H, conv1d over d_inner + 2·G·N
+  // channels (kernel 4, with bias), A_log, D, dt_bias, the gated norm, out_proj; plus its norm.
+  const double inner = 64 * 64, bc = 2 * 8 * 128;
+  const double mamba = h * (2 * inner + bc + 64) + (inner + bc) * 5 + 3 * 64 + inner + inner * h + h;
+  const double attention = gqa(h, 32, 2, 128) + h;
+  const double moe = 128 * h + 2 * h * 3712 + 128 * 2 * h * 1856 + h;  // squared ReLU: up and down
+  const ModelParameters counted = count_model_parameters(recipe->model.shape);
+  EXPECT_DOUBLE_EQ(counted.total(), 23 * mamba + 6 * attention + 23 * moe + 2 * vocab * h + h);
+  // Nemotron 3 Nano model card: 31.6B total, 3.6B active with embeddings.
+  EXPECT_NEAR(counted.total() / 31.6e9, 1.0, 0.015);
+  EXPECT_NEAR(counted.active / 3.6e9, 1.0, 0.015);
+  const std::map<std::string, int64_t> expected{{"mamba", 23}, {"moe", 23}, {"gqa", 6}};
+  EXPECT_EQ(kind_counts(recipe->model.layers), expected);
+}
+
+TEST(LayerStack, OtherPresetsMatchTheirHeadlines) {
+  struct Case {
+    const char* preset;
+    double total, active;  // published, embedding and head included
+  };
+  // Mixtral 8x22B: 141B / 39B (Mistral AI). Llama 4 text models: 108B (Scout's 109B counts the
+  // vision encoder) and 400B, 17B active (model card). GPT-OSS-20B: 20.9B (README).
+  for (const Case& c : {Case{"mixtral-8x22b", 141e9, 39e9}, Case{"llama4-scout", 107.8e9, 17e9},
+                        Case{"llama4-maverick", 400e9, 17e9}, Case{"gpt-oss-20b", 20.9e9, 0}}) {
+    SCOPED_TRACE(c.preset);
+    const ModelParameters counted = count_model_parameters(preset_recipe(c.preset)->model.shape);
+    EXPECT_NEAR(counted.total() / c.total, 1.0, 0.015);
+    if (c.active > 0) {
+      EXPECT_NEAR(counted.active / c.active, 1.0, 0.03);
+    }
+  }
+  // Llama 4 Maverick: interleave_moe_layer_step 2, so layers 1, 3, ..., 47 are the MoE ones.
+  auto maverick = preset_recipe("llama4-maverick");
+  const LayerStack& stack = maverick->model.layers;
+  EXPECT_EQ(stack.kinds()[stack.sequence()[0]].mlp, PP_MLP_DENSE);
+  EXPECT_EQ(stack.kinds()[stack.sequence()[1]].mlp, PP_MLP_MOE);
+  EXPECT_EQ(kind_counts(stack), (std::map<std::string, int64_t>{{"gqa+dense", 24}, {"gqa+moe", 24}}));
+}
+
+TEST(LayerStack, AUniformRecipeIsOneKind) {
+  auto recipe = preset_recipe("llama3-70b");
+  ASSERT_EQ(recipe->model.layers.kinds().size(), 1u);
+  EXPECT_EQ(recipe->model.layers.kinds()[0].count, 80);
+  EXPECT_STREQ(recipe->model.layers.kinds()[0].name, "gqa+dense");
+  EXPECT_EQ(paraplan::beyond_uniform_transformer(recipe->model.shape), "");
+  EXPECT_EQ(paraplan::beyond_uniform_transformer(preset_recipe("deepseek-v3")->model.shape), "3 kinds of layer");
+}
+
+TEST(LayerStack, MalformedLayerKeysNameTheKey) {
+  struct Case {
+    const char* keys;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{"attention = \"mla\"\n", "model.kv_lora_rank: is required with attention = \"mla\""},
+           Case{"kv_lora_rank = 512\n", "model.kv_lora_rank: the MLA shapes need attention = \"mla\""},
+           Case{"dense_layers = 2\n", "model.dense_layers: leading dense layers need moe_experts > 0"},
+           Case{"layer_pattern = \"M*\"\n", "model.layer_pattern: has 2 letters, but layers = 80"},
+           Case{"full_attention_every = 2\n", "model.full_attention_every: needs sliding_window > 0"},
+           Case{"attention = \"flash\"\n", "model.attention: 'flash' is not one of mha|gqa|mla"},
+           Case{"dropout = 1.5\n", "model.dropout: must be a number in [0, 0.99], got 1.5"},
+       }) {
+    SCOPED_TRACE(c.keys);
+    try {
+      preset_recipe("llama3-70b", c.keys);
+      ADD_FAILURE() << "accepted";
+    } catch (const InputError& error) {
+      EXPECT_NE(std::string(error.what()).find(c.message), std::string::npos) << error.what();
+    }
+  }
+  // A pattern letter Megatron-LM's hybrid models do not have, with its position.
+  try {
+    preset_recipe("nemotron-3-nano", "layer_pattern = \"MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEMX\"\n");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("letter 52 is 'X'"), std::string::npos) << error.what();
+  }
+}
+
+// A 1.5 pipeline plugin places layer counts only: the host fills each stage in the model's order
+// and leaves the MTP module on the last stage. DeepSeek-V3 on 16 stages as Megatron-Bridge splits
+// it (4 layers each, 1 on the last with the MTP module).
+TEST(LayerStack, StagesHoldTheirKindsInModelOrder) {
+  auto recipe = preset_recipe("deepseek-v3");
+  pp_training training = recipe->training;
+  pp_cluster cluster{sizeof(pp_cluster), 16, 8};
+  Plan plan(recipe->model.shape, training, cluster, 1);
+  std::vector<pp_stage> stages(16, pp_stage{sizeof(pp_stage), 4, 0, 0, 0.0});
+  stages.front().has_embedding = 1;
+  stages.back().layers = 1, stages.back().has_head = 1;
+  pp_pipeline pipeline{sizeof(pp_pipeline), PP_SCHEDULE_1F1B, 16, 1, 4, 0.0, 1.0};
+  ASSERT_EQ(plan.api().set_pipeline(plan.api().plan, &pipeline, stages.data(), 16), PP_OK) << plan.refusal();
+  const pp_plan_view_v1 view = plan.view();
+  const paraplan::PlanView shown(view);
+  auto kind = [&](const char* name) {
+    for (uint32_t i = 0; i < view.layer_kind_count; ++i)
+      if (std::string(shown.layer_kinds()[i].name) == name) return i;
+    return PP_EVERY_LAYER_KIND;
+  };
+  EXPECT_EQ(shown.layers_on_stage(0, kind("mla+dense")), 3);
+  EXPECT_EQ(shown.layers_on_stage(0, kind("mla+moe")), 1);
+  EXPECT_EQ(shown.layers_on_stage(7, kind("mla+moe")), 4);
+  EXPECT_EQ(shown.layers_on_stage(15, kind("mla+moe")), 1);
+  EXPECT_EQ(shown.layers_on_stage(15, kind("mtp:mla+moe")), 1);
+  EXPECT_EQ(view.stages[15].layers, 2);  // the MTP module joined the last stage
+  // A layer count that disagrees with set_pipeline's is refused with the host's reason.
+  std::vector<int64_t> counts(view.layer_count_entries, 0);
+  EXPECT_NE(plan.api().set_layer_counts(plan.api().plan, counts.data(), counts.size()), PP_OK);
+  EXPECT_NE(plan.refusal().find("set_layer_counts: stage 0 holds 0 layers by kind, but 4"), std::string::npos)
+      << plan.refusal();
+}
+
+}  // namespace
+}  // namespace paraplan::host
