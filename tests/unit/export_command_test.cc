@@ -40,7 +40,7 @@ TEST(ExportCommand, TheExporterGetsEveryStrategysSettingsAndTheMesh) {
             "plan llama2-70b\n"
             "tp 8 overlap=false\n"
             "sp 1 mode=megatron megatron_sp=false\n"
-            "pp 2 schedule=1f1b virtual_stages=1 first_stage_layers=0 last_stage_layers=0 trim_ends=false\n"
+            "pp 2 schedule=1f1b virtual_stages=1 first_stage_layers=0 last_stage_layers=0 trim_ends=false layout=\n"
             "fsdp 4 stage=1 overlap=true\n");
   // Megatron-LM's mesh order: tp innermost (stride 1), dp next (stride 8), pp outermost (stride 32).
   EXPECT_EQ(result.files[1].data, "tp 8 1\npp 2 32\ndp 4 8\n");

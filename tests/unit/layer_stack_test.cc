@@ -9,6 +9,7 @@
 #include "host/model/parameter_count.h"
 #include "host/plan/plan.h"
 #include "host/recipe/recipe_reader.h"
+#include "paraplan/cost_model.hpp"
 #include "paraplan/sdk.hpp"
 #include "test_support.h"
 
@@ -227,6 +228,84 @@ TEST(LayerStack, StagesHoldTheirKindsInModelOrder) {
   EXPECT_NE(plan.api().set_layer_counts(plan.api().plan, counts.data(), counts.size()), PP_OK);
   EXPECT_NE(plan.refusal().find("set_layer_counts: stage 0 holds 0 layers by kind, but 4"), std::string::npos)
       << plan.refusal();
+}
+
+// A recipe for `preset` on `gpus` H100s with the given pipeline keys (and ep over the rest).
+std::string pipelined(const std::string& preset, int64_t gpus, const std::string& pp_keys) {
+  return "[model]\npreset = \"" + preset + "\"\n[training]\nglobal_batch = 512\nrecompute = \"full\"\n"
+         "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = " + std::to_string(gpus) + "\n"
+         "[[strategy]]\nname = \"pp\"\n" + pp_keys + "[[strategy]]\nname = \"fsdp\"\nstage = 1\n";
+}
+
+uint32_t kind_named(const paraplan::PlanView& view, const std::string& name) {
+  for (uint32_t i = 0; i < view.raw().layer_kind_count; ++i)
+    if (view.layer_kinds()[i].name == name) return i;
+  return PP_EVERY_LAYER_KIND;
+}
+
+// Megatron-LM's documented DeepSeek-V3 layout on PP16 x VPP2 (docs/user-guide/features/
+// pipeline_parallel_layout.md): the embedding and 3 layers, then 29 pairs, the MTP module, the loss.
+TEST(LayerStack, AMegatronLayoutPlacesEveryLayer) {
+  test::Evaluated run = test::evaluate_recipe(
+      pipelined("deepseek-v3", 32,
+                "degree = 16\nschedule = \"interleaved-1f1b\"\nlayout = \"Et*3|(tt|)*29,m|L\"\n"));
+  const pp_plan_view_v1 raw = run.composed.plan->view();
+  const paraplan::PlanView view(raw);
+  ASSERT_EQ(raw.pipeline->virtual_stages, 2);
+  const uint32_t dense = kind_named(view, "mla+dense"), moe = kind_named(view, "mla+moe"),
+                 mtp = kind_named(view, "mtp:mla+moe");
+  // Virtual stage 0 (stage 0, chunk 0): the 3 dense layers.
+  EXPECT_EQ(view.layers_on_chunk(0, 0, dense), 3);
+  EXPECT_EQ(view.layers_on_chunk(0, 0, moe), 0);
+  // Virtual stages 1-29 hold two MoE layers each: stage 1's chunk 0 and chunk 1.
+  EXPECT_EQ(view.layers_on_chunk(1, 0, moe), 2);
+  EXPECT_EQ(view.layers_on_chunk(1, 1, moe), 2);
+  // Virtual stage 30 (stage 14, chunk 1) holds the MTP module; 31 (stage 15, chunk 1) only the loss.
+  EXPECT_EQ(view.layers_on_chunk(14, 1, mtp), 1);
+  EXPECT_EQ(view.layers_on_chunk(15, 1, PP_EVERY_LAYER_KIND), 0);
+  EXPECT_EQ(raw.stages[15].layers, 2);  // chunk 0: virtual stage 15, two MoE layers
+  int64_t placed = 0;
+  for (uint32_t stage = 0; stage < 16; ++stage) placed += raw.stages[stage].layers;
+  EXPECT_EQ(placed, 62);
+}
+
+TEST(LayerStack, ABrokenLayoutSaysWhy) {
+  test::expect_error<std::exception>([] { test::evaluate_recipe(pipelined("deepseek-v3", 16, "degree = 16\nlayout = \"Et*60|m|L\"\n")); },
+                     {"places 60 decoder layers 't', the model has 61"});
+  test::expect_error<std::exception>(
+      [] { test::evaluate_recipe(pipelined("deepseek-v3", 16, "degree = 16\nlayout = \"E(t*4|)*15tXmL\"\n")); },
+      {"'X' is not E (embedding)"});
+}
+
+// Without a layout, a stack of kinds that cost differently is split by cost: no split of the
+// layers into consecutive stages has a smaller busiest stage (checked against every split by a
+// dynamic program here, over the same per-layer costs).
+TEST(LayerStack, LayersOfDifferentCostSplitByCost) {
+  test::Evaluated run = test::evaluate_recipe(pipelined("nemotron-3-nano", 8, "degree = 8\n"));
+  const pp_plan_view_v1 raw = run.composed.plan->view();
+  const paraplan::PlanView view(raw);
+  const paraplan::LayerKinds kinds = view.layer_kinds();
+  std::vector<double> costs;
+  for (int64_t i = 0; i < raw.model->layer_sequence_length; ++i)
+    costs.push_back(paraplan::cost::layer_flops_per_token(kinds[kinds.kind_of_layer(i)], *raw.model));
+  const size_t n = costs.size(), parts = 8;
+  std::vector<double> prefix(n + 1, 0.0);
+  for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[i];
+  // best[k][i]: the smallest busiest stage placing the first i layers on k stages.
+  std::vector<std::vector<double>> best(parts + 1, std::vector<double>(n + 1, 1e300));
+  best[0][0] = 0;
+  for (size_t k = 1; k <= parts; ++k)
+    for (size_t i = k; i <= n; ++i)
+      for (size_t j = k - 1; j < i; ++j) best[k][i] = std::min(best[k][i], std::max(best[k - 1][j], prefix[i] - prefix[j]));
+  double busiest = 0;
+  size_t next = 0;
+  for (uint32_t stage = 0; stage < raw.stage_count; ++stage) {
+    double sum = 0;
+    for (int64_t i = 0; i < raw.stages[stage].layers; ++i) sum += costs[next++];
+    busiest = std::max(busiest, sum);
+  }
+  EXPECT_EQ(next, n);
+  EXPECT_NEAR(busiest, best[parts][n], best[parts][n] * 1e-9);
 }
 
 }  // namespace

@@ -58,13 +58,38 @@ void translate_pipeline(const paraplan::PlanView& plan, Translation& out) {
     out.unexpressed.push_back("pp schedule '" + schedule_name(pipeline.schedule) +
                               "': Megatron-LM's arguments.py has no flag for it; the script runs 1F1B");
 
+  const int64_t virtual_stages =
+      pipeline.schedule == PP_SCHEDULE_INTERLEAVED_1F1B ? std::max<int64_t>(pipeline.virtual_stages, 1) : 1;
+  // Chunks that are not each stage's even split (a layout string placed them): Megatron-LM's
+  // --pipeline-model-parallel-layout says exactly that, entry c·p + s for chunk c of stage s.
+  bool chunks_even = true;
+  for (int64_t stage = 0; stage < stages; ++stage)
+    for (int64_t chunk = 0; chunk < virtual_stages; ++chunk) {
+      const int64_t held = plan.stages()[static_cast<size_t>(stage)].layers;
+      const int64_t even = held / virtual_stages + (chunk < held % virtual_stages ? 1 : 0);
+      chunks_even = chunks_even && plan.layers_on_chunk(static_cast<size_t>(stage), static_cast<size_t>(chunk),
+                                                        PP_EVERY_LAYER_KIND) == even;
+    }
+  if (!chunks_even) {
+    std::string layout;
+    for (int64_t entry = 0; entry < stages * virtual_stages; ++entry) {
+      if (entry > 0) layout += "|";
+      if (entry == 0) layout += "E";
+      layout += std::string(static_cast<size_t>(plan.layers_on_chunk(static_cast<size_t>(entry % stages),
+                                                                     static_cast<size_t>(entry / stages),
+                                                                     PP_EVERY_LAYER_KIND)),
+                            't');
+      if (entry + 1 == stages * virtual_stages) layout += "L";
+    }
+    out.parallelism.add("--pipeline-model-parallel-layout", "'" + layout + "'");  // '|' is a shell pipe unquoted
+    return;
+  }
+
   // Layers per stage, from the plan (all of a stage's chunks together).
   std::vector<int64_t> per_stage;
   for (const pp_stage& stage : plan.stages()) per_stage.push_back(stage.layers);
   const bool even = std::all_of(per_stage.begin(), per_stage.end(),
                                 [&](int64_t count) { return count == per_stage.front(); });
-  const int64_t virtual_stages =
-      pipeline.schedule == PP_SCHEDULE_INTERLEAVED_1F1B ? std::max<int64_t>(pipeline.virtual_stages, 1) : 1;
 
   if (!even && static_cast<int64_t>(per_stage.size()) == stages) {
     const int64_t first = per_stage.front(), last = per_stage.back();

@@ -122,19 +122,25 @@ class ExpertParallel : public paraplan::Strategy {
     const int32_t ep_axis = plan.add_axis(PP_AXIS_EP, e, kName, PP_AXIS_DP);
     plan.add_axis(PP_AXIS_EDP, data_parallel / e, kName, PP_AXIS_DP);
 
-    const pp_model& model = context.model;
-    const double experts = static_cast<double>(model.moe_experts);
-    const double shared = static_cast<double>(model.moe_shared_experts);
-    const double top_k = static_cast<double>(model.moe_top_k);
+    // Each MoE kind of layer alike (a uniform MoE model has one): its routed experts divide
+    // over the e ranks, its shared experts stay whole.
     const double load = load_factor(e);
-    // Shared experts see the rank's own tokens, routed experts `load` x the mean.
-    const double compute_scale = (top_k * load + shared) / (top_k + shared);
-    const double routed_fraction = experts / (experts + shared);  // of the expert parameters
-
-    const double tokens = tokens_per_rank(plan.view(), top_k + shared);
-    divide_work(plan, compute_scale, routed_fraction, static_cast<double>(e));
-    if (e > 1) add_token_exchange(plan, ep_axis, context, tokens, load);
-    add_aux_loss(plan, context, tokens * experts * 4.0);
+    const paraplan::LayerKinds kinds = plan.view().layer_kinds();
+    for (uint32_t kind = 0; kind < kinds.size(); ++kind) {
+      const pp_layer_kind& layer = kinds[kind];
+      if (layer.mlp != PP_MLP_MOE) continue;
+      const double experts = static_cast<double>(layer.experts), top_k = static_cast<double>(layer.top_k);
+      const double width = static_cast<double>(layer.expert_ffn_hidden);
+      // Shared experts as experts of the routed width (the workload builder counts them so).
+      const double shared = width > 0 ? static_cast<double>(layer.shared_ffn_hidden) / width : 0.0;
+      // Shared experts see the rank's own tokens, routed experts `load` x the mean.
+      const double compute_scale = (top_k * load + shared) / (top_k + shared);
+      const double routed_fraction = experts / (experts + shared);  // of the expert parameters
+      const double tokens = tokens_per_rank(plan.view(), kind, top_k + shared);
+      divide_work(plan, kind, compute_scale, routed_fraction, static_cast<double>(e));
+      if (e > 1) add_token_exchange(plan, kind, ep_axis, context, tokens, top_k, load);
+      add_aux_loss(plan, kind, context, tokens * experts * 4.0);
+    }
   }
 
  private:
@@ -146,18 +152,20 @@ class ExpertParallel : public paraplan::Strategy {
   }
 
   // The tokens of one micro-batch on this rank, as the workload sized the experts' input.
-  static double tokens_per_rank(const paraplan::PlanView& view, double visits_per_token) {
-    for (const pp_op& op : view.ops())
-      if (std::string_view(op.name) == PP_OP_EXPERT_UP && op.phase == PP_PHASE_FORWARD) return op.m / visits_per_token;
+  static double tokens_per_rank(const paraplan::PlanView& view, uint32_t kind, double visits_per_token) {
+    for (uint32_t i : view.ops_named_in(PP_OP_EXPERT_UP, kind))
+      if (view.ops()[i].phase == PP_PHASE_FORWARD) return view.ops()[i].m / visits_per_token;
     throw paraplan::InvalidArgument("the plan has no forward 'expert_up' op to size the token exchange from");
   }
 
   // Routed-expert state divides by e; shared-expert state, split off into "*.shared_experts",
   // stays whole. Expert compute and activations follow this rank's load.
-  void divide_work(paraplan::PlanEditor& plan, double compute_scale, double routed_fraction, double e) const {
+  void divide_work(paraplan::PlanEditor& plan, uint32_t kind, double compute_scale, double routed_fraction, double e) const {
     const paraplan::PlanView view = plan.view();
     const std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
+    const std::vector<uint32_t> memory_kinds(view.raw().memory_layer_kinds, view.raw().memory_layer_kinds + memory.size());
     for (uint32_t i = 0; i < memory.size(); ++i) {
+      if (memory_kinds[i] != kind) continue;
       pp_memory_item item = memory[i];
       std::string_view name = item.name;
       if (is_expert_activation(name)) {
@@ -165,14 +173,17 @@ class ExpertParallel : public paraplan::Strategy {
         plan.set_memory(i, item);
       } else if (name.ends_with("." PP_MEMORY_SUFFIX_EXPERTS)) {
         if (routed_fraction < 1.0)
-          plan.add_memory(paraplan::make_memory_item(item.kind, item.scope, shared_name(name), kName,
-                                                     item.bytes * (1.0 - routed_fraction)));
+          plan.add_layer_memory(paraplan::make_memory_item(item.kind, item.scope, shared_name(name), kName,
+                                                           item.bytes * (1.0 - routed_fraction)),
+                                kind);
         item.bytes *= routed_fraction / e;
         plan.set_memory(i, item);
       }
     }
     const std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
+    const std::vector<uint32_t> op_kinds(view.raw().op_layer_kinds, view.raw().op_layer_kinds + ops.size());
     for (uint32_t i = 0; i < ops.size(); ++i) {
+      if (op_kinds[i] != kind) continue;
       pp_op op = ops[i];
       if (is_expert_compute(op.name)) {
         op.m *= compute_scale;
@@ -185,7 +196,7 @@ class ExpertParallel : public paraplan::Strategy {
           paraplan::copy_name(shared.name, PP_OP_OPTIMIZER_STEP_SHARED_EXPERTS);
           paraplan::copy_name(shared.owner, kName);
           shared.bytes = op.bytes * (1.0 - routed_fraction);
-          plan.append_op(shared);
+          plan.insert_layer_op(plan.view().raw().op_count, shared, kind);
         }
         op.bytes *= routed_fraction / e;
         plan.set_op(i, op);
@@ -201,40 +212,37 @@ class ExpertParallel : public paraplan::Strategy {
     return phases;
   }
 
-  static int64_t find_op(const paraplan::PlanView& view, std::string_view name, bool last) {
-    int64_t found = -1;
-    for (uint32_t i = 0; i < view.ops().size(); ++i) {
-      if (name != view.ops()[i].name) continue;
-      found = i;
-      if (!last) break;
-    }
-    if (found < 0) throw paraplan::InvalidArgument("the plan has no '" + std::string(name) + "' op");
-    return found;
+  // The first (or last) op named `name` of the layer kind `kind`.
+  static int64_t find_op(const paraplan::PlanView& view, uint32_t kind, std::string_view name, bool last) {
+    const std::vector<uint32_t> found = view.ops_named_in(name, kind);
+    if (found.empty()) throw paraplan::InvalidArgument("the plan has no '" + std::string(name) + "' op");
+    return last ? found.back() : found.front();
   }
 
-  // Dispatch goes in front of the first expert op, combine after the last one, one op per phase.
-  void add_token_exchange(paraplan::PlanEditor& plan, int32_t ep_axis, const paraplan::StrategyContext& context,
-                          double tokens, double load) const {
+  // Dispatch goes in front of the kind's first expert op, combine after its last one, one op per
+  // phase. Each token's top_k copies leave the rank; the shared experts' inputs stay.
+  void add_token_exchange(paraplan::PlanEditor& plan, uint32_t kind, int32_t ep_axis,
+                          const paraplan::StrategyContext& context, double tokens, double top_k, double load) const {
     const double hidden_bytes = tokens * static_cast<double>(context.model.hidden) * kActivationBytes;
     const double e = static_cast<double>(context.degree);
     pp_collective dispatch_kind = PP_COLLECTIVE_ALL_TO_ALL, combine_kind = PP_COLLECTIVE_ALL_TO_ALL;
-    double bytes = hidden_bytes * static_cast<double>(context.model.moe_top_k) * load;
+    double bytes = hidden_bytes * top_k * load;
     if (all_gather_) {
       dispatch_kind = PP_COLLECTIVE_ALL_GATHER;
       combine_kind = PP_COLLECTIVE_REDUCE_SCATTER;
       bytes = e * hidden_bytes;
     }
     const std::vector<pp_phase> phases = layer_phases(context.training);
-    uint32_t at = static_cast<uint32_t>(find_op(plan.view(), PP_OP_EXPERT_UP, /*last=*/false));
+    uint32_t at = static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_UP, /*last=*/false));
     for (pp_phase phase : phases) {
       // Backward runs the conjugate: the gradient of an all-gather is a reduce-scatter.
       bool swap = all_gather_ && phase == PP_PHASE_BACKWARD;
-      plan.insert_op(at++, exchange_op(PP_OP_EP_DISPATCH, phase, swap ? combine_kind : dispatch_kind, ep_axis, bytes));
+      plan.insert_layer_op(at++, exchange_op(PP_OP_EP_DISPATCH, phase, swap ? combine_kind : dispatch_kind, ep_axis, bytes), kind);
     }
-    at = static_cast<uint32_t>(find_op(plan.view(), PP_OP_EXPERT_DOWN, /*last=*/true)) + 1;
+    at = static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_DOWN, /*last=*/true)) + 1;
     for (pp_phase phase : phases) {
       bool swap = all_gather_ && phase == PP_PHASE_BACKWARD;
-      plan.insert_op(at++, exchange_op(PP_OP_EP_COMBINE, phase, swap ? dispatch_kind : combine_kind, ep_axis, bytes));
+      plan.insert_layer_op(at++, exchange_op(PP_OP_EP_COMBINE, phase, swap ? dispatch_kind : combine_kind, ep_axis, bytes), kind);
     }
   }
 
@@ -249,12 +257,13 @@ class ExpertParallel : public paraplan::Strategy {
 
   // Forward reads the probabilities and writes their per-expert means; backward (twice the
   // traffic, as the workload builder counts memory-bound backward ops) writes their gradient.
-  static void add_aux_loss(paraplan::PlanEditor& plan, const paraplan::StrategyContext& context, double probs_bytes) {
-    uint32_t at = static_cast<uint32_t>(find_op(plan.view(), PP_OP_ROUTER, /*last=*/true)) + 1;
+  static void add_aux_loss(paraplan::PlanEditor& plan, uint32_t kind, const paraplan::StrategyContext& context,
+                           double probs_bytes) {
+    uint32_t at = static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_ROUTER, /*last=*/true)) + 1;
     for (pp_phase phase : layer_phases(context.training)) {
       pp_op op = paraplan::make_op(PP_OP_MEMORY, phase, PP_SCOPE_LAYER, PP_OP_ROUTER_AUX_LOSS, kName);
       op.bytes = 2.0 * probs_bytes * (phase == PP_PHASE_BACKWARD ? 2.0 : 1.0);
-      plan.insert_op(at++, op);
+      plan.insert_layer_op(at++, op, kind);
     }
   }
 

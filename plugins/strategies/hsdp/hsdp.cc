@@ -76,10 +76,10 @@ class HybridShardedDataParallel : public paraplan::Strategy {
     const paraplan::strategies::ModelState state = zero_.apply(plan, dp_axis, group);
     if (replicas <= 1) return;
     // Each rank all-reduces its group's gradient shard with the same shard in the other groups.
-    for (pp_scope scope : paraplan::strategies::kStateScopes)
-      zero_.add(plan, replicate_axis, scope, PP_OP_GRAD_ALL_REDUCE_REPLICATE, PP_COLLECTIVE_ALL_REDUCE,
+    for (size_t i = 0; i < state.dense.slots.size(); ++i)
+      zero_.add(plan, replicate_axis, state.dense.slots[i], PP_OP_GRAD_ALL_REDUCE_REPLICATE, PP_COLLECTIVE_ALL_REDUCE,
                 PP_PHASE_BACKWARD, PP_PER_STEP,
-                (state.dense.gradients[scope] + state.experts.gradients[scope]) / static_cast<double>(group));
+                (state.dense.gradients[i] + state.experts.gradients[i]) / static_cast<double>(group));
   }
 
  private:

@@ -43,10 +43,26 @@ inline bool is_optimizer_step(std::string_view name) {
   return name == PP_OP_OPTIMIZER_STEP || name.starts_with(PP_OP_OPTIMIZER_STEP ".");
 }
 
-// The per-scope bytes one group of ranks shards and communicates.
+// Where model state lives: a scope and, for layers, their kind (PP_EVERY_LAYER_KIND: state every
+// layer holds, whatever its kind, as a 1.5 strategy adds it).
+struct StateSlot {
+  pp_scope scope;
+  uint32_t kind;
+};
+
+// The slots in plan order: the embedding, each kind of layer, the head.
+inline std::vector<StateSlot> state_slots(const PlanView& view) {
+  std::vector<StateSlot> slots{{PP_SCOPE_EMBEDDING, PP_EVERY_LAYER_KIND}};
+  for (uint32_t kind = 0; kind < view.raw().layer_kind_count; ++kind) slots.push_back({PP_SCOPE_LAYER, kind});
+  slots.push_back({PP_SCOPE_LAYER, PP_EVERY_LAYER_KIND});
+  slots.push_back({PP_SCOPE_HEAD, PP_EVERY_LAYER_KIND});
+  return slots;
+}
+
+// The bytes one group of ranks shards and communicates, per slot (state_slots' order).
 struct StateBytes {
-  double weights[PP_SCOPE_STEP + 1] = {};
-  double gradients[PP_SCOPE_STEP + 1] = {};
+  std::vector<StateSlot> slots;
+  std::vector<double> weights, gradients;
 };
 
 // The model state before sharding, split into what lives on the data-parallel group (dense) and
@@ -55,8 +71,6 @@ struct ModelState {
   StateBytes dense;
   StateBytes experts;
 };
-
-inline constexpr pp_scope kStateScopes[] = {PP_SCOPE_EMBEDDING, PP_SCOPE_LAYER, PP_SCOPE_HEAD};
 
 class ZeroSharding {
  public:
@@ -85,34 +99,41 @@ class ZeroSharding {
       // reduce-scatter leaves each rank 1/N of the gradients, and only that shard is all-reduced
       // over cp; at stage 0 the full gradients are.
       const double dense_share = stage_ >= 1 ? 1.0 / dp : 1.0, expert_share = stage_ >= 1 ? 1.0 / edp : 1.0;
-      for (pp_scope scope : kStateScopes)
-        add(plan, cp_axis, scope, PP_OP_GRAD_ALL_REDUCE_CP, PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD, PP_PER_STEP,
-            state.dense.gradients[scope] * dense_share + state.experts.gradients[scope] * expert_share);
+      for (size_t i = 0; i < state.dense.slots.size(); ++i)
+        add(plan, cp_axis, state.dense.slots[i], PP_OP_GRAD_ALL_REDUCE_CP, PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD,
+            PP_PER_STEP, state.dense.gradients[i] * dense_share + state.experts.gradients[i] * expert_share);
     }
     return state;
   }
 
   // Appends one collective owned by this strategy; `overlap` lets it hide behind compute unless it
   // runs after the optimizer (phase STEP), where nothing is left to hide it behind.
-  void add(PlanEditor& plan, int32_t axis, pp_scope scope, const char* name, pp_collective kind, pp_phase phase,
+  void add(PlanEditor& plan, int32_t axis, StateSlot slot, const char* name, pp_collective kind, pp_phase phase,
            pp_frequency frequency, double bytes) const {
     if (bytes <= 0) return;
-    pp_op op = make_op(PP_OP_COLLECTIVE, phase, scope, name, owner_);
+    pp_op op = make_op(PP_OP_COLLECTIVE, phase, slot.scope, name, owner_);
     op.collective = kind;
     op.axis = axis;
     op.bytes = bytes;
     op.frequency = frequency;
     op.overlap = overlap_ && phase != PP_PHASE_STEP ? PP_OVERLAP_COMPUTE : PP_OVERLAP_NONE;
-    plan.append_op(op);
+    plan.insert_layer_op(plan.view().raw().op_count, op, slot.kind);
   }
 
  private:
   static StateBytes state_bytes(const PlanView& view, bool experts) {
-    StateBytes bytes;
-    for (const pp_memory_item& item : view.memory()) {
+    StateBytes bytes{state_slots(view), {}, {}};
+    bytes.weights.assign(bytes.slots.size(), 0.0);
+    bytes.gradients.assign(bytes.slots.size(), 0.0);
+    for (size_t i = 0; i < view.memory().size(); ++i) {
+      const pp_memory_item& item = view.memory()[i];
       if (is_expert_state(item.name) != experts) continue;
-      if (item.kind == PP_MEMORY_PARAMETERS) bytes.weights[item.scope] += item.bytes;
-      if (item.kind == PP_MEMORY_GRADIENTS) bytes.gradients[item.scope] += item.bytes;
+      const uint32_t kind = item.scope == PP_SCOPE_LAYER ? view.memory_layer_kind(i) : PP_EVERY_LAYER_KIND;
+      for (size_t slot = 0; slot < bytes.slots.size(); ++slot) {
+        if (bytes.slots[slot].scope != item.scope || bytes.slots[slot].kind != kind) continue;
+        if (item.kind == PP_MEMORY_PARAMETERS) bytes.weights[slot] += item.bytes;
+        if (item.kind == PP_MEMORY_GRADIENTS) bytes.gradients[slot] += item.bytes;
+      }
     }
     return bytes;
   }
@@ -138,10 +159,11 @@ class ZeroSharding {
     }
   }
 
-  // One set of collectives per scope that holds state (embedding, each layer, head).
+  // One set of collectives per slot that holds state (embedding, each kind of layer, head).
   void add_communication(PlanEditor& plan, int32_t axis, const StateBytes& state) const {
-    for (pp_scope scope : kStateScopes) {
-      const double weights = state.weights[scope], gradients = state.gradients[scope];
+    for (size_t i = 0; i < state.slots.size(); ++i) {
+      const StateSlot scope = state.slots[i];
+      const double weights = state.weights[i], gradients = state.gradients[i];
       if (weights <= 0) continue;
       switch (stage_) {
         case 0:

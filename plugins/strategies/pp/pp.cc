@@ -5,7 +5,9 @@
 // What this strategy writes into the plan:
 //   * the axis "pp" of degree p (p multiplies the GPU count);
 //   * the stage layout (stage_layout.h): layers per stage, the embedding on stage 0, the head on
-//     the last; the executor counts LAYER ops and memory once per layer a stage holds;
+//     the last; the executor counts LAYER ops and memory once per layer a stage holds. A model
+//     of several kinds of layer (SDK 1.6) is split by cost instead, or as a Megatron-LM layout
+//     string says (layer_placement.h), and the layers of each kind per virtual stage set;
 //   * the schedule (schedule.h): bubble fraction, activation sets in flight on stage 0 (the
 //     executor multiplies each stage's activations per micro-batch by it) and the exact
 //     per-stage order of (micro-batch, chunk, phase);
@@ -23,6 +25,8 @@
 #include <string_view>
 #include <vector>
 
+#include "layer_placement.h"
+#include "paraplan/cost_model.hpp"
 #include "paraplan/sdk.hpp"
 #include "schedule.h"
 #include "stage_layout.h"
@@ -64,7 +68,11 @@ class PipelineParallel : public paraplan::Strategy {
              .at_least(0),
          paraplan::ParamSpec::Bool("trim_ends", false,
                                    "when pp does not divide the layers: ceil(layers/pp) on the middle stages, the rest "
-                                   "shared by the first and last (Llama 3 405B: 126 layers on 16 stages = 7, 8 x 14, 7)")}};
+                                   "shared by the first and last (Llama 3 405B: 126 layers on 16 stages = 7, 8 x 14, 7)"),
+         paraplan::ParamSpec::String("layout", "",
+                                     "Megatron-LM's --pipeline-model-parallel-layout: E embedding, t decoder layer, m MTP "
+                                     "module, L loss, | between virtual stages, (...)*N and x*N repeats, e.g. "
+                                     "\"Et*3|(tt|)*29,m|L\"; sets the virtual stages too")}};
   }
 
   // GPipe is left out: the same bubble as 1F1B with every micro-batch's activations held.
@@ -84,9 +92,25 @@ class PipelineParallel : public paraplan::Strategy {
         virtual_stages_(params.int_value("virtual_stages")),
         first_stage_layers_(params.int_value("first_stage_layers")),
         last_stage_layers_(params.int_value("last_stage_layers")),
-        trim_ends_(params.bool_value("trim_ends")) {}
+        trim_ends_(params.bool_value("trim_ends")),
+        layout_(params.string_value("layout")) {}
 
   void validate(const paraplan::StrategyContext& context) override {
+    if (!layout_.empty()) {
+      if (first_stage_layers_ > 0 || last_stage_layers_ > 0 || trim_ends_)
+        throw paraplan::ConstraintError("layout places every layer itself: leave out first_stage_layers, "
+                                        "last_stage_layers and trim_ends");
+      const int64_t v = place(context).virtual_stages;
+      if (v > 1 && schedule_ != PP_SCHEDULE_INTERLEAVED_1F1B)
+        throw paraplan::ConstraintError("layout has " + std::to_string(v) + " model chunks per rank, which needs "
+                                        "schedule \"interleaved-1f1b\", but schedule = \"" + schedule_name_ + "\"");
+      if (v == 1 && schedule_ == PP_SCHEDULE_INTERLEAVED_1F1B)
+        throw paraplan::ConstraintError("schedule \"interleaved-1f1b\" needs a layout of at least 2 x pp virtual stages");
+      if (virtual_stages_ > 1 && virtual_stages_ != v)
+        throw paraplan::ConstraintError("virtual_stages = " + std::to_string(virtual_stages_) + ", but layout has " +
+                                        std::to_string(v) + " model chunks per rank");
+      return;
+    }
     if (schedule_ == PP_SCHEDULE_INTERLEAVED_1F1B && virtual_stages_ < 2)
       throw paraplan::ConstraintError(
           "schedule \"interleaved-1f1b\" needs virtual_stages >= 2 model chunks per rank, but virtual_stages = " +
@@ -95,7 +119,7 @@ class PipelineParallel : public paraplan::Strategy {
       throw paraplan::ConstraintError("virtual_stages = " + std::to_string(virtual_stages_) +
                                       " needs schedule \"interleaved-1f1b\", but schedule = \"" + schedule_name_ +
                                       "\"");
-    layout(context);  // throws when the layers cannot be split as asked
+    place(context);  // throws when the layers cannot be split as asked
   }
 
   void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
@@ -109,14 +133,16 @@ class PipelineParallel : public paraplan::Strategy {
           std::to_string(p) + ", but global_batch " + std::to_string(context.training.global_batch) +
           " / (micro_batch " + std::to_string(context.training.micro_batch) + " x data-parallel size " +
           std::to_string(view.data_parallel_size()) + ") = " + std::to_string(m));
+    const Placement placed = place(context);
+    const int64_t v = placed.virtual_stages;
     // The schedule lists every pass of every stage; keep it to a size a simulator can walk.
-    const pp_strategy::ScheduleShape shape{schedule_, p, m, virtual_stages_};
-    if (m * virtual_stages_ > std::numeric_limits<int32_t>::max() ||
+    const pp_strategy::ScheduleShape shape{schedule_, p, m, v};
+    if (m * v > std::numeric_limits<int32_t>::max() ||
         pp_strategy::steps_per_stage(shape) > kMaxSteps / p)
       throw paraplan::ConstraintError(std::to_string(m) + " micro-batches per step on " + std::to_string(p) +
                                       " stages make a schedule of more than " + std::to_string(kMaxSteps) + " steps");
 
-    const std::vector<int64_t> layers = layout(context);
+    const std::vector<int64_t>& layers = placed.stage_layers;
     std::vector<pp_stage> stages;
     for (size_t stage = 0; stage < layers.size(); ++stage)
       stages.push_back(pp_stage{sizeof(pp_stage), layers[stage], stage == 0, stage + 1 == layers.size(),
@@ -125,20 +151,71 @@ class PipelineParallel : public paraplan::Strategy {
     pipeline.struct_size = sizeof(pp_pipeline);
     pipeline.schedule = schedule_;
     pipeline.stages = p;
-    pipeline.virtual_stages = virtual_stages_;
+    pipeline.virtual_stages = v;
     pipeline.micro_batches = m;
     pipeline.bubble_fraction = pp_strategy::bubble_fraction(shape);
     pipeline.in_flight_micro_batches = pp_strategy::in_flight_micro_batches(shape);
     plan.set_pipeline(pipeline, stages);
+    if (!placed.virtual_stage_layers.empty()) plan.set_layer_counts(layer_counts(context.model, placed));
     if (context.wants_schedule) plan.set_schedule(pp_strategy::schedule_steps(shape));
 
-    if (p > 1) add_point_to_point(plan, axis);
+    if (p > 1) add_point_to_point(plan, axis, v);
   }
 
  private:
-  std::vector<int64_t> layout(const paraplan::StrategyContext& context) const {
-    return pp_strategy::split_layers(
-        {context.model.layers, context.degree, first_stage_layers_, last_stage_layers_, virtual_stages_, trim_ends_});
+  // Layers per stage, and for a placement by cost or layout the layers of every virtual stage
+  // (chunk c of stage s at c·p + s) in the model's order; empty: the host fills them in order.
+  struct Placement {
+    int64_t virtual_stages = 1;
+    std::vector<int64_t> stage_layers;
+    std::vector<int64_t> virtual_stage_layers;
+  };
+
+  Placement place(const paraplan::StrategyContext& context) const {
+    const pp_model& model = context.model;
+    const int64_t p = context.degree;
+    Placement placed;
+    const bool uneven_requested = first_stage_layers_ > 0 || last_stage_layers_ > 0 || trim_ends_;
+    const bool layered = model.layer_kind_count > 1;
+    if (layout_.empty() && (!layered || uneven_requested)) {
+      placed.virtual_stages = virtual_stages_;
+      placed.stage_layers = pp_strategy::split_layers(
+          {model.layers, p, first_stage_layers_, last_stage_layers_, virtual_stages_, trim_ends_});
+      return placed;
+    }
+    if (!layout_.empty()) {
+      const pp_strategy::LayerPlacement parsed =
+          pp_strategy::parse_megatron_layout(layout_, p, model.layers, model.mtp_layers);
+      placed.virtual_stages = parsed.virtual_stages;
+      placed.virtual_stage_layers = parsed.layers;
+    } else {
+      // Each layer weighs its kind's model FLOPs per token: the stages balance compute.
+      const paraplan::LayerKinds kinds(model);
+      std::vector<double> costs;
+      for (int64_t i = 0; i < model.layer_sequence_length; ++i)
+        costs.push_back(paraplan::cost::layer_flops_per_token(kinds[kinds.kind_of_layer(i)], model));
+      placed.virtual_stages = virtual_stages_;
+      if (p * virtual_stages_ > model.layer_sequence_length)
+        throw paraplan::ConstraintError("pp = " + std::to_string(p) + " x virtual_stages = " +
+                                        std::to_string(virtual_stages_) + " is more than the model's " +
+                                        std::to_string(model.layer_sequence_length) + " layers");
+      placed.virtual_stage_layers = pp_strategy::balance_by_cost(costs, p * virtual_stages_);
+    }
+    placed.stage_layers.assign(static_cast<size_t>(p), 0);
+    for (size_t i = 0; i < placed.virtual_stage_layers.size(); ++i)
+      placed.stage_layers[i % static_cast<size_t>(p)] += placed.virtual_stage_layers[i];
+    return placed;
+  }
+
+  // The layers of each kind on every virtual stage, walking the model's layer order.
+  static std::vector<int64_t> layer_counts(const pp_model& model, const Placement& placed) {
+    const paraplan::LayerKinds kinds(model);
+    std::vector<int64_t> counts(placed.virtual_stage_layers.size() * kinds.size(), 0);
+    int64_t next = 0;
+    for (size_t stage = 0; stage < placed.virtual_stage_layers.size(); ++stage)
+      for (int64_t i = 0; i < placed.virtual_stage_layers[stage]; ++i)
+        ++counts[stage * kinds.size() + kinds.kind_of_layer(next++)];
+    return counts;
   }
 
   // The tensor that crosses a stage boundary is a layer's input (its gradient going back).
@@ -164,7 +241,7 @@ class PipelineParallel : public paraplan::Strategy {
     return -1;
   }
 
-  void add_point_to_point(paraplan::PlanEditor& plan, int32_t axis) const {
+  void add_point_to_point(paraplan::PlanEditor& plan, int32_t axis, int64_t virtual_stages) const {
     const paraplan::PlanView view = plan.view();  // a fresh view: the edits above invalidate older ones
     const double bytes = boundary_bytes(view);
     const int32_t tp_axis = replicating_tp_axis(view);
@@ -174,7 +251,7 @@ class PipelineParallel : public paraplan::Strategy {
       op.frequency = PP_PER_MICRO_BATCH;
       op.axis = axis;
       op.bytes = bytes / t;
-      op.repeat = static_cast<uint32_t>(virtual_stages_);
+      op.repeat = static_cast<uint32_t>(virtual_stages);
       op.overlap = PP_OVERLAP_NONE;
       plan.append_op(op);
       if (tp_axis < 0) return;
@@ -197,6 +274,7 @@ class PipelineParallel : public paraplan::Strategy {
   int64_t first_stage_layers_;
   int64_t last_stage_layers_;
   bool trim_ends_;
+  std::string layout_;
 };
 
 }  // namespace

@@ -224,14 +224,33 @@ class SequenceParallel : public paraplan::Strategy {
   // the attention core so recompute only repeats what recomputes attention.
   void add_context_communication(paraplan::PlanEditor& plan, int32_t axis, const std::vector<pp_op>& ops,
                                  const pp_model& model, double t, double c) const {
-    for (const pp_op& op : ops) {
+    const paraplan::PlanView view = plan.view();
+    const std::vector<uint32_t> kinds(view.raw().op_layer_kinds, view.raw().op_layer_kinds + ops.size());
+    for (size_t index = 0; index < ops.size(); ++index) {
+      const pp_op& op = ops[index];
       // The attention core: one fused op, or the first of its two unfused GEMMs.
       const std::string_view name = op.name;
       if (name != PP_OP_ATTENTION_CORE && name != PP_OP_ATTENTION_SCORES) continue;
+      const uint32_t kind = kinds[index];
       // Per rank after this split: s/c tokens of b sequences; widths per tensor-parallel rank.
-      const double tokens = op.count / (static_cast<double>(model.heads) / t) * op.m / c;  // b·s/c
-      const double q_bytes = tokens * static_cast<double>(model.heads * model.head_dim) / t * 2.0;
-      const double kv_bytes = tokens * static_cast<double>(2 * model.kv_heads * model.head_dim) / t * 2.0;
+      // The widths of this kind of layer: MLA's keys carry nope + rope dims, its values v dims.
+      double heads = static_cast<double>(model.heads), q_width = heads * static_cast<double>(model.head_dim);
+      double kv_width = static_cast<double>(2 * model.kv_heads * model.head_dim);
+      if (kind != PP_EVERY_LAYER_KIND) {
+        const pp_layer_kind& layer = paraplan::LayerKinds(model)[kind];
+        heads = static_cast<double>(layer.heads);
+        if (layer.mixer == PP_MIXER_MLA) {
+          const double qk = static_cast<double>(layer.qk_nope_head_dim + layer.qk_rope_head_dim);
+          q_width = heads * qk;
+          kv_width = heads * (qk + static_cast<double>(layer.v_head_dim));
+        } else {
+          q_width = heads * static_cast<double>(layer.head_dim);
+          kv_width = static_cast<double>(2 * layer.kv_heads * layer.head_dim);
+        }
+      }
+      const double tokens = op.count / (heads / t) * op.m / c;  // b·s/c
+      const double q_bytes = tokens * q_width / t * 2.0;
+      const double kv_bytes = tokens * kv_width / t * 2.0;
       const bool backward = op.phase == PP_PHASE_BACKWARD;
       if (mode_ == "ring") {
         pp_op ring = paraplan::make_op(PP_OP_SEND_RECV, op.phase, op.scope, PP_OP_CP_RING_KV, kName);
@@ -239,21 +258,21 @@ class SequenceParallel : public paraplan::Strategy {
         ring.bytes = backward ? 2.0 * kv_bytes : kv_bytes;  // backward also passes dK and dV on
         ring.repeat = static_cast<uint32_t>(c - 1);
         ring.overlap = PP_OVERLAP_COMPUTE;
-        plan.append_op(ring);
+        plan.insert_layer_op(plan.view().raw().op_count, ring, kind);
       } else {
-        add_all_to_all(plan, axis, op, PP_OP_CP_ALL_TO_ALL_QKV, q_bytes + kv_bytes);
-        add_all_to_all(plan, axis, op, PP_OP_CP_ALL_TO_ALL_OUT, q_bytes);  // the output has the queries' width
+        add_all_to_all(plan, axis, op, kind, PP_OP_CP_ALL_TO_ALL_QKV, q_bytes + kv_bytes);
+        add_all_to_all(plan, axis, op, kind, PP_OP_CP_ALL_TO_ALL_OUT, q_bytes);  // the output has the queries' width
       }
     }
   }
 
-  void add_all_to_all(paraplan::PlanEditor& plan, int32_t axis, const pp_op& anchor, const char* name,
+  void add_all_to_all(paraplan::PlanEditor& plan, int32_t axis, const pp_op& anchor, uint32_t kind, const char* name,
                       double bytes) const {
     pp_op op = paraplan::make_op(PP_OP_COLLECTIVE, anchor.phase, anchor.scope, name, kName);
     op.collective = PP_COLLECTIVE_ALL_TO_ALL;
     op.axis = axis;
     op.bytes = bytes;
-    plan.append_op(op);
+    plan.insert_layer_op(plan.view().raw().op_count, op, kind);
   }
 
   std::string mode_;

@@ -54,9 +54,19 @@ class TensorParallel : public paraplan::Strategy {
         throw paraplan::ConstraintError("tp = " + std::to_string(t) + " must divide " + what + " = " +
                                         std::to_string(value));
     };
-    require(model.heads, "the attention heads");
-    require(model.kv_heads, "the KV heads (query groups)");
-    require(model.moe_experts > 0 ? model.moe_ffn_hidden : model.ffn_hidden, "the MLP width");
+    // Every kind of layer (a uniform model has one): its heads, groups and widths split evenly.
+    const paraplan::LayerKinds kinds(model);
+    for (uint32_t i = 0; i < kinds.size(); ++i) {
+      const pp_layer_kind& kind = kinds[i];
+      if (kind.mixer == PP_MIXER_ATTENTION || kind.mixer == PP_MIXER_MLA) require(kind.heads, "the attention heads");
+      if (kind.mixer == PP_MIXER_ATTENTION) require(kind.kv_heads, "the KV heads (query groups)");
+      if (kind.mixer == PP_MIXER_MAMBA2) {
+        require(kind.mamba_heads, "the Mamba heads");
+        require(kind.mamba_groups, "the Mamba B/C groups");
+      }
+      if (kind.mlp == PP_MLP_DENSE) require(kind.ffn_hidden, "the MLP width");
+      if (kind.mlp == PP_MLP_MOE) require(kind.expert_ffn_hidden, "the MLP width");
+    }
   }
 
   void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
@@ -65,6 +75,7 @@ class TensorParallel : public paraplan::Strategy {
     const paraplan::PlanView view = plan.view();
     const std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
     const std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
+    const std::vector<uint32_t> kinds(view.raw().op_layer_kinds, view.raw().op_layer_kinds + ops.size());
 
     for (uint32_t i = 0; i < ops.size(); ++i) {
       pp_op op = ops[i];
@@ -76,27 +87,39 @@ class TensorParallel : public paraplan::Strategy {
       item.bytes /= t;
       plan.set_memory(i, item);
     }
-    if (context.degree > 1) add_collectives(plan, axis, ops);
+    if (context.degree > 1) add_collectives(plan, axis, ops, kinds);
   }
 
  private:
   // Divides the op's dimension that tensor parallelism splits; false if the op is replicated.
   static bool split_op(pp_op& op, double t) {
     const std::string_view name = op.name;
-    const bool column = name == PP_OP_QKV || name == PP_OP_MLP_UP || name == PP_OP_MLP_GATE ||
-                        name == PP_OP_EXPERT_UP || name == PP_OP_EXPERT_GATE || name == PP_OP_LOGITS;
-    const bool row = name == PP_OP_ATTN_OUT || name == PP_OP_MLP_DOWN || name == PP_OP_EXPERT_DOWN;
-    if (column) op.n /= t;
-    else if (row) op.k /= t;
+    if (is_column(name)) op.n /= t;
+    else if (is_row(name)) op.k /= t;
+    else if (name == PP_OP_MAMBA_SCAN) op.n /= t;  // this rank's heads of the inner width
+    else if (name == PP_OP_MAMBA_CONV || name == PP_OP_MAMBA_NORM) op.bytes /= t;
     else if (name == PP_OP_ATTENTION_CORE) op.count /= t;
     else if (name == PP_OP_ATTENTION_SCORES || name == PP_OP_ATTENTION_CONTEXT) op.m /= t;  // heads are stacked in m
     else if (name == PP_OP_ATTENTION_SOFTMAX) op.bytes /= t;  // the scores of this rank's heads
-    else if (name == PP_OP_MLP_ACT || name == PP_OP_EXPERT_ACT || name == PP_OP_LOSS) op.bytes /= t;
+    else if (name == PP_OP_MLP_ACT || name == PP_OP_EXPERT_ACT || name == PP_OP_LOSS || name == PP_OP_MTP_LOSS) op.bytes /= t;
     else if (name == PP_OP_FP8_CAST_TENSOR || name == PP_OP_FP8_CAST_EXPERT) op.bytes /= t;
     else if (name.starts_with(PP_OP_OPTIMIZER_STEP)) op.bytes /= t;  // each rank updates its 1/t of the weights
     else return false;
     op.flops /= t;
     return true;
+  }
+
+  // Column-parallel GEMMs (outputs split), row-parallel ones (inputs split). MLA's down
+  // projections stay replicated (Megatron-LM builds them duplicated), its up projections are
+  // column-parallel; a Mamba-2 mixer's in_proj is column-, its out_proj row-parallel; the MTP
+  // module's logits are vocabulary-parallel like the head's.
+  static bool is_column(std::string_view name) {
+    return name == PP_OP_QKV || name == PP_OP_MLP_UP || name == PP_OP_MLP_GATE || name == PP_OP_EXPERT_UP ||
+           name == PP_OP_EXPERT_GATE || name == PP_OP_LOGITS || name == PP_OP_MLA_Q_UP || name == PP_OP_MLA_KV_UP ||
+           name == PP_OP_MAMBA_IN_PROJ || name == PP_OP_MTP_LOGITS;
+  }
+  static bool is_row(std::string_view name) {
+    return name == PP_OP_ATTN_OUT || name == PP_OP_MLP_DOWN || name == PP_OP_EXPERT_DOWN || name == PP_OP_MAMBA_OUT_PROJ;
   }
 
   static bool splits_memory(const pp_memory_item& item) {
@@ -106,58 +129,82 @@ class TensorParallel : public paraplan::Strategy {
            name == PP_MEMORY_ACT_LOGITS;
   }
 
-  // Two all-reduces per layer and pass (after attention and after the MLP or MoE block), in
-  // every phase the layer runs: FORWARD, BACKWARD and, when fully recomputed, RECOMPUTE. Each
-  // reduces the layer's activation, tokens × hidden × 2 bytes.
-  void add_collectives(paraplan::PlanEditor& plan, int32_t axis, const std::vector<pp_op>& ops) const {
+  // Two all-reduces per layer and pass (after the token mixer and after the MLP or MoE block;
+  // one for a layer of either alone), in every phase the layer runs: FORWARD, BACKWARD and, when
+  // fully recomputed, RECOMPUTE. Each reduces the layer's activation, tokens x hidden x 2 bytes,
+  // but MLA's input gradient, which is partial only at its latents (its down projections are
+  // replicated): tokens x (q latent + kv latent) x 2.
+  void add_collectives(paraplan::PlanEditor& plan, int32_t axis, const std::vector<pp_op>& ops,
+                       const std::vector<uint32_t>& kinds) const {
     struct Insertion {
       uint32_t at;
       pp_op op;
+      uint32_t kind;
     };
     std::vector<Insertion> insertions;
-    auto reduce = [&](uint32_t at, const pp_op& anchor, double bytes) {
-      insertions.push_back({at, all_reduce(axis, anchor.scope, anchor.phase, bytes)});
+    auto reduce = [&](uint32_t at, const pp_op& anchor, double bytes, uint32_t kind) {
+      insertions.push_back({at, all_reduce(axis, anchor.scope, anchor.phase, bytes), kind});
     };
     const double activation_bytes = layer_activation_bytes(ops);
     for (uint32_t i = 0; i < ops.size(); ++i) {
       const pp_op& op = ops[i];
       const std::string_view name = op.name;
       const bool backward = op.phase == PP_PHASE_BACKWARD;
+      const uint32_t kind = kinds[i];
       // Row-parallel outputs are partial sums: reduced right after the GEMM.
-      if ((name == PP_OP_ATTN_OUT || name == PP_OP_MLP_DOWN || name == PP_OP_EXPERT_DOWN) && !backward)
-        reduce(i + 1, op, activation_bytes);
+      if (is_row(name) && !backward) reduce(i + 1, op, activation_bytes, kind);
       // Column-parallel inputs' gradients are partial sums: reduced once the block's first
       // column-parallel GEMM (in list order) has run its backward.
-      if (backward && (name == PP_OP_QKV || is_first_column_of_block(ops, i))) reduce(i, op, activation_bytes);
+      if (backward && is_first_column_of_block(ops, kinds, i)) {
+        const bool latent = name == PP_OP_MLA_Q_UP || name == PP_OP_MLA_KV_UP;
+        reduce(i, op, latent ? mla_latent_bytes(ops, kinds, i) : activation_bytes, kind);
+      }
       // Vocabulary-parallel embedding: each rank looks up its rows; the sum is all-reduced.
-      if (name == PP_OP_EMBEDDING && op.phase == PP_PHASE_FORWARD) reduce(i + 1, op, op.bytes / 2.0);
-      // Vocabulary-parallel output layer: its input gradient is a partial sum.
-      if (name == PP_OP_LOGITS && backward) reduce(i, op, op.m * 2.0 * op.k);
+      if (name == PP_OP_EMBEDDING && op.phase == PP_PHASE_FORWARD) reduce(i + 1, op, op.bytes / 2.0, kind);
+      // Vocabulary-parallel output layers: their input gradient is a partial sum.
+      if ((name == PP_OP_LOGITS || name == PP_OP_MTP_LOGITS) && backward) reduce(i, op, op.m * 2.0 * op.k, kind);
     }
     // From the back, so earlier positions stay valid.
-    for (auto it = insertions.rbegin(); it != insertions.rend(); ++it) plan.insert_op(it->at, it->op);
+    for (auto it = insertions.rbegin(); it != insertions.rend(); ++it) plan.insert_layer_op(it->at, it->op, it->kind);
   }
 
-  // tokens × hidden × 2 bytes: the attention output projection's output (its n is the hidden size).
+  // tokens x hidden x 2 bytes: a row-parallel projection's output (its n is the hidden size).
   static double layer_activation_bytes(const std::vector<pp_op>& ops) {
     for (const pp_op& op : ops)
-      if (std::string_view(op.name) == PP_OP_ATTN_OUT) return op.m * 2.0 * op.n;
+      if (is_row(op.name)) return op.m * 2.0 * op.n;
     return 0.0;
   }
 
-  // The MLP's (or the experts') first column-parallel GEMM of its phase in list order: SwiGLU's up or gate.
-  static bool is_first_column_of_block(const std::vector<pp_op>& ops, uint32_t index) {
-    const std::string_view name = ops[index].name;
-    const bool mlp = name == PP_OP_MLP_UP || name == PP_OP_MLP_GATE;
-    const bool experts = name == PP_OP_EXPERT_UP || name == PP_OP_EXPERT_GATE;
-    if (!mlp && !experts) return false;
-    for (uint32_t i = 0; i < index; ++i) {
-      if (ops[i].phase != ops[index].phase) continue;
-      const std::string_view earlier = ops[i].name;
-      const bool same_block = mlp ? (earlier == PP_OP_MLP_UP || earlier == PP_OP_MLP_GATE)
-                                  : (earlier == PP_OP_EXPERT_UP || earlier == PP_OP_EXPERT_GATE);
-      if (same_block) return false;
+  // MLA's up projections read the latents: their inputs' gradients (k is the latent width).
+  static double mla_latent_bytes(const std::vector<pp_op>& ops, const std::vector<uint32_t>& kinds, uint32_t index) {
+    double width = 0;
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      const std::string_view name = ops[i].name;
+      if (ops[i].phase == ops[index].phase && kinds[i] == kinds[index] &&
+          (name == PP_OP_MLA_Q_UP || name == PP_OP_MLA_KV_UP))
+        width += ops[i].k;
     }
+    return ops[index].m * 2.0 * width;
+  }
+
+  // Which block a column-parallel GEMM belongs to: the mixer's (attention, MLA, Mamba), the
+  // MLP's or the experts'; 0 for any other op.
+  static int block_of(std::string_view name) {
+    if (name == PP_OP_QKV || name == PP_OP_MLA_Q_UP || name == PP_OP_MLA_KV_UP || name == PP_OP_MAMBA_IN_PROJ) return 1;
+    if (name == PP_OP_MLP_UP || name == PP_OP_MLP_GATE) return 2;
+    if (name == PP_OP_EXPERT_UP || name == PP_OP_EXPERT_GATE) return 3;
+    return 0;
+  }
+
+  // The block's first column-parallel GEMM of its phase and layer kind in list order (SwiGLU's up
+  // or gate; MLA's q or kv up projection).
+  static bool is_first_column_of_block(const std::vector<pp_op>& ops, const std::vector<uint32_t>& kinds, uint32_t index) {
+    const int block = block_of(ops[index].name);
+    if (block == 0) return false;
+    for (uint32_t i = 0; i < index; ++i)
+      if (ops[i].phase == ops[index].phase && kinds[i] == kinds[index] &&
+          block_of(ops[i].name) == block)
+        return false;
     return true;
   }
 
