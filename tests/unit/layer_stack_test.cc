@@ -308,5 +308,46 @@ TEST(LayerStack, LayersOfDifferentCostSplitByCost) {
   EXPECT_NEAR(busiest, best[parts][n], best[parts][n] * 1e-9);
 }
 
+// Megatron-LM's tensor parallelism on MLA (down projections duplicated, up projections
+// column-parallel) and on Mamba-2 (in_proj column-, out_proj row-parallel): what each rank
+// computes, and one all-reduce per row-parallel output forward, per kind of layer.
+TEST(LayerStack, TensorParallelismSplitsEachKindAsMegatronDoes) {
+  const std::string tp2 = "[[strategy]]\nname = \"tp\"\ndegree = 2\n";
+  auto forward = [](const test::Evaluated& run, const std::string& name, const std::string& kind) {
+    const pp_plan_view_v1 raw = run.composed.plan->view();
+    const paraplan::PlanView view(raw);
+    const uint32_t index = kind_named(view, kind);
+    for (uint32_t i : view.ops_named_in(name, index))
+      if (view.ops()[i].phase == PP_PHASE_FORWARD && view.op_layer_kind(i) == index) return view.ops()[i];
+    ADD_FAILURE() << "no forward " << name << " in " << kind;
+    return pp_op{};
+  };
+  auto reduces = [](const test::Evaluated& run, const std::string& kind) {
+    const pp_plan_view_v1 raw = run.composed.plan->view();
+    const paraplan::PlanView view(raw);
+    int count = 0;
+    for (uint32_t i : view.ops_named_in(PP_OP_TP_ALL_REDUCE, kind_named(view, kind)))
+      count += view.ops()[i].phase == PP_PHASE_FORWARD && view.op_layer_kind(i) == kind_named(view, kind);
+    return count;
+  };
+  const test::Evaluated deepseek = test::evaluate_recipe(
+      "[model]\npreset = \"deepseek-v3\"\n[training]\nglobal_batch = 64\n[cluster]\nhardware = \"h100-sxm\"\n"
+      "num_gpus = 2\n" + tp2);
+  EXPECT_EQ(forward(deepseek, PP_OP_MLA_Q_DOWN, "mla+moe").n, 1536);      // replicated
+  EXPECT_EQ(forward(deepseek, PP_OP_MLA_Q_UP, "mla+moe").n, 128 * 192 / 2);
+  EXPECT_EQ(forward(deepseek, PP_OP_MLA_KV_UP, "mla+dense").n, 128 * 256 / 2);
+  EXPECT_EQ(forward(deepseek, PP_OP_ATTN_OUT, "mla+dense").k, 128 * 128 / 2);
+  EXPECT_EQ(reduces(deepseek, "mla+dense"), 2);
+  EXPECT_EQ(reduces(deepseek, "mla+moe"), 2);
+  const test::Evaluated nemotron = test::evaluate_recipe(
+      "[model]\npreset = \"nemotron-3-nano\"\n[training]\nglobal_batch = 64\n[cluster]\nhardware = \"h100-sxm\"\n"
+      "num_gpus = 2\n" + tp2);
+  EXPECT_EQ(forward(nemotron, PP_OP_MAMBA_IN_PROJ, "mamba").n, (2 * 4096 + 2 * 8 * 128 + 64) / 2);
+  EXPECT_EQ(forward(nemotron, PP_OP_MAMBA_OUT_PROJ, "mamba").k, 4096 / 2);
+  EXPECT_EQ(reduces(nemotron, "mamba"), 1);  // a mixer-only layer: one row-parallel output
+  EXPECT_EQ(reduces(nemotron, "moe"), 1);
+  EXPECT_EQ(reduces(nemotron, "gqa"), 1);
+}
+
 }  // namespace
 }  // namespace paraplan::host
