@@ -1,0 +1,44 @@
+// NVIDIA GB300 NVL72: one rack of 72 Blackwell Ultra GPUs in a single NVLink domain, 18 compute
+// trays of two GB300 superchips (4 GPUs) each.
+//
+// Peaks: NVIDIA GB300 NVL72 specifications, per rack (tensor cores "with sparsity": TF32 180,
+// BF16/FP16 360, FP8 720 PFLOP/s), divided by 72 and halved to dense: the GB200's rates; FP32 as
+// the GB200's (80 TFLOP/s). Memory: up to 20 TB HBM3e per rack = 279 GB usable per GPU (288 GB
+// physical), 8 TB/s. NVLink 5: 130 TB/s per rack = 1.8 TB/s per GPU, both directions together.
+// Network: a ConnectX-8 800 Gb/s adapter per GPU. Efficiencies: the GB200 NVL72's until measured
+// (docs/hardware.md).
+#include "hardware/internal/datasheet_hardware.h"
+
+namespace paraplan::hardware {
+namespace {
+
+constexpr TierSpec kGb300Nvl72Tiers[] = {
+    {.name = "nvlink", .domain_size = 72, .bandwidth_gb_s = 900, .latency_us = 2, .efficiency = 0.80},
+    {.name = "infiniband", .domain_size = 0, .bandwidth_gb_s = gbit_s_to_gb_s(800), .latency_us = 5,
+     .efficiency = 0.90},
+};
+
+constexpr Datasheet kGb300Nvl72{
+    .profile =
+        {
+            .name = "gb300-nvl72",
+            .gpus_per_node = 4,
+            .tflops = {.fp32 = 80, .tf32 = 1250, .bf16 = 2500, .fp16 = 2500, .fp8 = 5000},
+            .memory_gb = 279,
+            .memory_bandwidth_gb_s = 8000,
+            .memory_efficiency = 0.85,
+            .host_link_bandwidth_gb_s = 225,  // NVLink-C2C 900 GB/s (both ways) per 2 GPUs
+            .gemm_efficiency_max = 0.58,
+            .gemm_half_efficiency_gflop = std::nullopt,
+            .gemm_efficiency_max_fp8 = 0.48,
+            .attention_efficiency = 0.81,
+            .tiers = kGb300Nvl72Tiers,
+        },
+    .description = "NVIDIA GB300 NVL72 rack, 72 Blackwell Ultra GPUs in one NVLink domain; NVIDIA GB300 NVL72 specifications",
+};
+
+}  // namespace
+}  // namespace paraplan::hardware
+
+using Gb300Nvl72Hardware = paraplan::hardware::DatasheetHardware<paraplan::hardware::kGb300Nvl72>;
+PARAPLAN_PLUGIN(Gb300Nvl72Hardware)
