@@ -31,6 +31,19 @@ Tokens tokens_of(const pp_model& model, const pp_training& training) {
   return t;
 }
 
+// What a recompute setting recomputes, as pp_recompute_module bits; kAnyOp marks ops no
+// module names (only full recomputation re-runs them).
+constexpr uint32_t kAnyOp = 0x80000000u;
+uint32_t recomputed_modules(const pp_training& training) {
+  switch (training.recompute) {
+    case PP_RECOMPUTE_FULL: return 0xFFFFFFFFu;
+    case PP_RECOMPUTE_SELECTIVE:
+      return training.struct_size >= sizeof(pp_training) && training.recompute_modules != 0 ? training.recompute_modules
+                                                                                             : uint32_t{PP_RECOMPUTE_CORE_ATTN};
+    default: return 0;
+  }
+}
+
 pp_dtype gemm_dtype(const pp_training& training) {
   switch (training.precision) {
     case PP_PRECISION_FP8: return PP_DTYPE_FP8;
@@ -43,15 +56,17 @@ pp_dtype gemm_dtype(const pp_training& training) {
 // the recipe recomputes it, the re-run forward; every op of a layer is of the layer's kind.
 class OpEmitter {
  public:
-  OpEmitter(Plan& plan, pp_scope scope, pp_dtype dtype, pp_recompute recompute, uint32_t kind = PP_EVERY_LAYER_KIND)
-      : plan_(plan), scope_(scope), dtype_(dtype), recompute_(recompute), kind_(kind) {}
+  OpEmitter(Plan& plan, pp_scope scope, pp_dtype dtype, uint32_t recomputed, uint32_t kind = PP_EVERY_LAYER_KIND)
+      : plan_(plan), scope_(scope), dtype_(dtype), recomputed_(recomputed), kind_(kind) {}
 
-  void gemm(const char* name, double m, double n, double k) {
+  // `module`: the pp_recompute_module the op belongs to (0: none), which decides whether a
+  // selective recompute re-runs it.
+  void gemm(const char* name, double m, double n, double k, uint32_t module = 0) {
     pp_op op = make_op(PP_OP_GEMM, PP_PHASE_FORWARD, scope_, name, kOwner);
     op.m = m, op.n = n, op.k = k, op.count = 1;
     op.flops = 2.0 * m * n * k;
     op.dtype = dtype_;
-    emit(op, /*attention=*/false);
+    emit(op, module);
   }
   // QK^T and (softmax)V: two products per head over `keys` keys per query, the full square
   // counted as Megatron-LM counts it, causal or not (keys = seq). A fused (flash) kernel is one
@@ -65,7 +80,7 @@ class OpEmitter {
       op.m = seq, op.n = keys, op.k = (qk_dim + v_dim) / 2.0, op.count = batch_heads;
       op.flops = 2.0 * seq * keys * (qk_dim + v_dim) * batch_heads;
       op.dtype = dtype;
-      emit(op, /*attention=*/true);
+      emit(op, PP_RECOMPUTE_CORE_ATTN);
       return;
     }
     auto batched = [&](const char* name, double n, double k) {
@@ -73,29 +88,28 @@ class OpEmitter {
       op.m = batch_heads * seq, op.n = n, op.k = k, op.count = 1;
       op.flops = 2.0 * op.m * n * k;
       op.dtype = dtype;
-      emit(op, /*attention=*/true);
+      emit(op, PP_RECOMPUTE_CORE_ATTN);
     };
     batched(PP_OP_ATTENTION_SCORES, keys, qk_dim);   // Q K^T: s x d times d x keys per head
     batched(PP_OP_ATTENTION_CONTEXT, v_dim, keys);   // P V: s x keys times keys x d per head
   }
   // A memory-bound kernel moving `bytes` forward and `backward_bytes` backward (default: twice
   // the forward, a gradient for each input read).
-  void memory_bound(const char* name, double bytes, double backward_bytes = -1.0, bool attention = false) {
+  void memory_bound(const char* name, double bytes, double backward_bytes = -1.0, uint32_t module = 0) {
     pp_op op = make_op(PP_OP_MEMORY, PP_PHASE_FORWARD, scope_, name, kOwner);
     op.bytes = bytes;
-    emit(op, attention, backward_bytes >= 0 ? backward_bytes : 2.0 * bytes);
+    emit(op, module, backward_bytes >= 0 ? backward_bytes : 2.0 * bytes);
   }
 
  private:
-  void emit(pp_op op, bool attention, double backward_bytes = -1.0) {
+  void emit(pp_op op, uint32_t module, double backward_bytes = -1.0) {
     plan_.add_workload_op(op, kind_);
     pp_op backward = op;
     backward.phase = PP_PHASE_BACKWARD;
     backward.flops *= 2.0;
     backward.bytes = backward_bytes >= 0 ? backward_bytes : 2.0 * op.bytes;
     plan_.add_workload_op(backward, kind_);
-    bool recomputed = recompute_ == PP_RECOMPUTE_FULL || (recompute_ == PP_RECOMPUTE_SELECTIVE && attention);
-    if (recomputed && scope_ == PP_SCOPE_LAYER) {
+    if (((module | kAnyOp) & recomputed_) != 0 && scope_ == PP_SCOPE_LAYER) {
       op.phase = PP_PHASE_RECOMPUTE;
       plan_.add_workload_op(op, kind_);
     }
@@ -104,7 +118,7 @@ class OpEmitter {
   Plan& plan_;
   pp_scope scope_;
   pp_dtype dtype_;
-  pp_recompute recompute_;
+  uint32_t recomputed_;
   uint32_t kind_;
 };
 
@@ -144,10 +158,11 @@ class LayerBuilder {
   LayerBuilder(Plan& plan, uint32_t index, const pp_layer_kind& kind, const Tokens& t, const pp_training& training,
                const WorkloadOptions& options)
       : plan_(plan), index_(index), kind_(kind), t_(t), training_(training), options_(options),
-        emit_(plan, PP_SCOPE_LAYER, gemm_dtype(training), training.recompute, index),
+        emit_(plan, PP_SCOPE_LAYER, gemm_dtype(training), recomputed_modules(training), index),
         fp8_(training.precision == PP_PRECISION_FP8),
         gemm_input_bytes_(fp8_ ? 1.0 : kActivationBytes),
-        full_recompute_(training.recompute == PP_RECOMPUTE_FULL) {}
+        full_recompute_(training.recompute == PP_RECOMPUTE_FULL),
+        recomputed_(full_recompute_ ? 0u : recomputed_modules(training)) {}
 
   void build() {
     if (kind_.mtp) mtp_inputs();
@@ -165,10 +180,13 @@ class LayerBuilder {
 
  private:
   // Activations are charged only without full recomputation, which keeps the layer input alone.
-  void act(const char* name, double bytes) {
+  // An item a recomputed `module` rebuilds in backward is not kept.
+  void act(const char* name, double bytes, uint32_t module = 0) {
     if (full_recompute_ && std::string(name) != PP_MEMORY_ACT_LAYER_INPUT) return;
+    if ((module & recomputed_) != 0 || bytes <= 0) return;
     add_memory(plan_, PP_MEMORY_ACTIVATIONS, PP_SCOPE_LAYER, name, bytes, index_);
   }
+  bool recomputes(uint32_t module) const { return (module & recomputed_) != 0; }
   // Bias, dropout and residual add after each block, fused (Megatron-LM's bias_dropout_add):
   // read the block's output and the residual stream, write the sum, and the 1-byte mask where
   // dropout is on, forward (7 bytes per element); backward reads the gradient (and mask) and
@@ -180,7 +198,9 @@ class LayerBuilder {
   void dropout_mask(const char* name) {
     if (t_.dropout) act(name, t_.tokens * t_.hidden);  // 1 byte per element
   }
-  void norm(const char* name) { emit_.memory_bound(name, 2.0 * kActivationBytes * t_.tokens * t_.hidden); }
+  void norm(const char* name) {
+    emit_.memory_bound(name, 2.0 * kActivationBytes * t_.tokens * t_.hidden, -1.0, PP_RECOMPUTE_LAYERNORM);
+  }
   double keys() const {
     // A window of w keys per query is a band of w x s, counted like the square: 2w (<= s).
     return kind_.sliding_window > 0 ? std::min(t_.seq, 2.0 * static_cast<double>(kind_.sliding_window)) : t_.seq;
@@ -199,7 +219,7 @@ class LayerBuilder {
     // FP8 training (Transformer Engine) keeps a GEMM's input for the weight gradient as the
     // 1-byte cast it multiplied; tensors other kernels read back (norm inputs, Q/K/V) stay 2.
     act(PP_MEMORY_ACT_ATTN_NORM_INPUT, kActivationBytes * tok * h);
-    act(PP_MEMORY_ACT_QKV_INPUT, gemm_input_bytes_ * tok * h);
+    act(PP_MEMORY_ACT_QKV_INPUT, gemm_input_bytes_ * tok * h, PP_RECOMPUTE_LAYERNORM);
     act(PP_MEMORY_ACT_Q, kActivationBytes * tok * q_width);
     act(PP_MEMORY_ACT_K, kActivationBytes * tok * kv_width);
     act(PP_MEMORY_ACT_V, kActivationBytes * tok * kv_width);
@@ -219,26 +239,26 @@ class LayerBuilder {
     norm(PP_OP_ATTN_NORM);
     if (q_lora > 0) {
       emit_.gemm(PP_OP_MLA_Q_DOWN, tok, q_lora, h);
-      emit_.memory_bound(PP_OP_MLA_Q_NORM, 2.0 * kActivationBytes * tok * q_lora);
-      emit_.gemm(PP_OP_MLA_Q_UP, tok, heads * qk, q_lora);
+      emit_.memory_bound(PP_OP_MLA_Q_NORM, 2.0 * kActivationBytes * tok * q_lora, -1.0, PP_RECOMPUTE_LAYERNORM);
+      emit_.gemm(PP_OP_MLA_Q_UP, tok, heads * qk, q_lora, PP_RECOMPUTE_MLA_UP_PROJ);
     } else {
-      emit_.gemm(PP_OP_MLA_Q_UP, tok, heads * qk, h);
+      emit_.gemm(PP_OP_MLA_Q_UP, tok, heads * qk, h, PP_RECOMPUTE_MLA_UP_PROJ);
     }
     emit_.gemm(PP_OP_MLA_KV_DOWN, tok, kv_lora + rope, h);
-    emit_.memory_bound(PP_OP_MLA_KV_NORM, 2.0 * kActivationBytes * tok * kv_lora);
-    emit_.gemm(PP_OP_MLA_KV_UP, tok, heads * (nope + v), kv_lora);
+    emit_.memory_bound(PP_OP_MLA_KV_NORM, 2.0 * kActivationBytes * tok * kv_lora, -1.0, PP_RECOMPUTE_LAYERNORM);
+    emit_.gemm(PP_OP_MLA_KV_UP, tok, heads * (nope + v), kv_lora, PP_RECOMPUTE_MLA_UP_PROJ);
     core(heads, qk, v);
     emit_.gemm(PP_OP_ATTN_OUT, tok, h, heads * v);
     residual(PP_OP_ATTN_RESIDUAL);
     act(PP_MEMORY_ACT_ATTN_NORM_INPUT, kActivationBytes * tok * h);
-    act(PP_MEMORY_ACT_QKV_INPUT, gemm_input_bytes_ * tok * h);  // both down projections' input
-    // The latents: the norms' inputs (2 bytes) and the up projections' inputs, and the shared
-    // rotary key.
-    act(PP_MEMORY_ACT_MLA_LATENT, (kActivationBytes + gemm_input_bytes_) * tok * (q_lora + kv_lora) +
-                                      kActivationBytes * tok * rope);
-    act(PP_MEMORY_ACT_Q, kActivationBytes * tok * heads * qk);
-    act(PP_MEMORY_ACT_K, kActivationBytes * tok * heads * qk);
-    act(PP_MEMORY_ACT_V, kActivationBytes * tok * heads * v);
+    act(PP_MEMORY_ACT_QKV_INPUT, gemm_input_bytes_ * tok * h, PP_RECOMPUTE_LAYERNORM);  // both down projections' input
+    // The latents: the norms' inputs (2 bytes) and the shared rotary key, kept; the norms'
+    // outputs, the up projections' inputs, unless the norms are recomputed.
+    const double normed = recomputes(PP_RECOMPUTE_LAYERNORM) ? 0.0 : gemm_input_bytes_;
+    act(PP_MEMORY_ACT_MLA_LATENT, (kActivationBytes + normed) * tok * (q_lora + kv_lora) + kActivationBytes * tok * rope);
+    act(PP_MEMORY_ACT_Q, kActivationBytes * tok * heads * qk, PP_RECOMPUTE_MLA_UP_PROJ);
+    act(PP_MEMORY_ACT_K, kActivationBytes * tok * heads * qk, PP_RECOMPUTE_MLA_UP_PROJ);
+    act(PP_MEMORY_ACT_V, kActivationBytes * tok * heads * v, PP_RECOMPUTE_MLA_UP_PROJ);
     scores_kept(heads);
     act(PP_MEMORY_ACT_ATTN_OUT_INPUT, gemm_input_bytes_ * tok * heads * v);
     dropout_mask(PP_MEMORY_ACT_ATTN_DROPOUT_MASK);
@@ -252,12 +272,12 @@ class LayerBuilder {
       // mask (5); backward, dropout's gradient (read 2 + mask 1, write 2) and softmax's (read
       // probabilities and gradient, write 2 + 2 + 2). Recomputed with the core (selective).
       const double scores = t_.batch * heads * t_.seq * keys();
-      emit_.memory_bound(PP_OP_ATTENTION_SOFTMAX, 9.0 * scores, 11.0 * scores, /*attention=*/true);
+      emit_.memory_bound(PP_OP_ATTENTION_SOFTMAX, 9.0 * scores, 11.0 * scores, PP_RECOMPUTE_CORE_ATTN);
     }
   }
   void scores_kept(double heads) {
-    if (!options_.flash_attention && training_.recompute != PP_RECOMPUTE_SELECTIVE)
-      act(PP_MEMORY_ACT_ATTENTION_SCORES, 5.0 * heads * t_.seq * keys() * t_.batch);  // softmax 2 + mask 1 + dropout 2
+    if (!options_.flash_attention)  // softmax 2 + mask 1 + dropout 2
+      act(PP_MEMORY_ACT_ATTENTION_SCORES, 5.0 * heads * t_.seq * keys() * t_.batch, PP_RECOMPUTE_CORE_ATTN);
   }
 
   // A Mamba-2 mixer (Dao and Gu 2024; Megatron-LM's MambaMixer): in_proj to z, x, B, C and dt, a
@@ -279,7 +299,7 @@ class LayerBuilder {
     emit_.gemm(PP_OP_MAMBA_OUT_PROJ, tok, h, inner);
     residual(PP_OP_ATTN_RESIDUAL);
     act(PP_MEMORY_ACT_ATTN_NORM_INPUT, kActivationBytes * tok * h);
-    act(PP_MEMORY_ACT_MAMBA_IN_PROJ_INPUT, gemm_input_bytes_ * tok * h);
+    act(PP_MEMORY_ACT_MAMBA_IN_PROJ_INPUT, gemm_input_bytes_ * tok * h, PP_RECOMPUTE_LAYERNORM);
     act(PP_MEMORY_ACT_MAMBA_PROJECTED, kActivationBytes * tok * projected);
     act(PP_MEMORY_ACT_MAMBA_CONV_OUT, kActivationBytes * tok * conv_width);
     act(PP_MEMORY_ACT_MAMBA_STATES, 4.0 * (tok / chunk) * heads * p * n);  // one fp32 state per chunk and head
@@ -294,35 +314,41 @@ class LayerBuilder {
     norm(PP_OP_MLP_NORM);
     // GELU and squared ReLU keep their input and output (2 tensors of width f), SwiGLU gate, up
     // and their product; the last of them is the down projection's input.
-    const double hidden_bytes = (swiglu ? 2.0 : 1.0) * kActivationBytes + gemm_input_bytes_;
+    const double pre_activation = (swiglu ? 2.0 : 1.0) * kActivationBytes;
+    const double hidden_bytes = pre_activation + gemm_input_bytes_;
     if (kind_.mlp == PP_MLP_MOE) {
+      constexpr uint32_t kMoe = PP_RECOMPUTE_MOE;
       const double experts = static_cast<double>(kind_.experts), ffn = static_cast<double>(kind_.expert_ffn_hidden);
-      emit_.gemm(PP_OP_ROUTER, tok, experts, h);
+      emit_.gemm(PP_OP_ROUTER, tok, experts, h, kMoe);
       // Each token visits top_k routed experts and the shared experts, counted as experts of
       // the same width (a shared width of 2f is two experts' work).
       const double routed = tok * (static_cast<double>(kind_.top_k) + shared_expert_equivalents());
-      emit_.gemm(PP_OP_EXPERT_UP, routed, ffn, h);
-      if (swiglu) emit_.gemm(PP_OP_EXPERT_GATE, routed, ffn, h);
-      emit_.memory_bound(PP_OP_EXPERT_ACT, (swiglu ? 3.0 : 2.0) * kActivationBytes * routed * ffn);
-      emit_.gemm(PP_OP_EXPERT_DOWN, routed, h, ffn);
+      emit_.gemm(PP_OP_EXPERT_UP, routed, ffn, h, kMoe);
+      if (swiglu) emit_.gemm(PP_OP_EXPERT_GATE, routed, ffn, h, kMoe);
+      emit_.memory_bound(PP_OP_EXPERT_ACT, (swiglu ? 3.0 : 2.0) * kActivationBytes * routed * ffn, -1.0,
+                         kMoe | PP_RECOMPUTE_MOE_ACT);
+      emit_.gemm(PP_OP_EXPERT_DOWN, routed, h, ffn, kMoe);
       residual(PP_OP_MLP_RESIDUAL);
       act(PP_MEMORY_ACT_MLP_NORM_INPUT, kActivationBytes * tok * h);
-      act(PP_MEMORY_ACT_MLP_INPUT, gemm_input_bytes_ * tok * h);
-      act(PP_MEMORY_ACT_ROUTER_PROBS, 4.0 * tok * experts);  // the router is not split by TP
-      act(PP_MEMORY_ACT_EXPERT_INPUT, gemm_input_bytes_ * routed * h);
-      act(PP_MEMORY_ACT_EXPERT_HIDDEN, hidden_bytes * routed * ffn);
+      act(PP_MEMORY_ACT_MLP_INPUT, gemm_input_bytes_ * tok * h, PP_RECOMPUTE_LAYERNORM);
+      act(PP_MEMORY_ACT_ROUTER_PROBS, 4.0 * tok * experts, kMoe);  // the router is not split by TP
+      act(PP_MEMORY_ACT_EXPERT_INPUT, gemm_input_bytes_ * routed * h, kMoe);
+      // With the activation recomputed, only its inputs (gate and up outputs) are kept.
+      act(PP_MEMORY_ACT_EXPERT_HIDDEN,
+          (recomputes(PP_RECOMPUTE_MOE_ACT) ? pre_activation : hidden_bytes) * routed * ffn, kMoe);
       dropout_mask(PP_MEMORY_ACT_MLP_DROPOUT_MASK);
       return;
     }
+    constexpr uint32_t kMlp = PP_RECOMPUTE_MLP;
     const double ffn = static_cast<double>(kind_.ffn_hidden);
-    emit_.gemm(PP_OP_MLP_UP, tok, ffn, h);
-    if (swiglu) emit_.gemm(PP_OP_MLP_GATE, tok, ffn, h);
-    emit_.memory_bound(PP_OP_MLP_ACT, (swiglu ? 3.0 : 2.0) * kActivationBytes * tok * ffn);
-    emit_.gemm(PP_OP_MLP_DOWN, tok, h, ffn);
+    emit_.gemm(PP_OP_MLP_UP, tok, ffn, h, kMlp);
+    if (swiglu) emit_.gemm(PP_OP_MLP_GATE, tok, ffn, h, kMlp);
+    emit_.memory_bound(PP_OP_MLP_ACT, (swiglu ? 3.0 : 2.0) * kActivationBytes * tok * ffn, -1.0, kMlp);
+    emit_.gemm(PP_OP_MLP_DOWN, tok, h, ffn, kMlp);
     residual(PP_OP_MLP_RESIDUAL);
     act(PP_MEMORY_ACT_MLP_NORM_INPUT, kActivationBytes * tok * h);
-    act(PP_MEMORY_ACT_MLP_INPUT, gemm_input_bytes_ * tok * h);
-    act(PP_MEMORY_ACT_MLP_HIDDEN, hidden_bytes * tok * ffn);
+    act(PP_MEMORY_ACT_MLP_INPUT, gemm_input_bytes_ * tok * h, PP_RECOMPUTE_LAYERNORM);
+    act(PP_MEMORY_ACT_MLP_HIDDEN, hidden_bytes * tok * ffn, kMlp);
     dropout_mask(PP_MEMORY_ACT_MLP_DROPOUT_MASK);
   }
   double shared_expert_equivalents() const {
@@ -408,6 +434,7 @@ class LayerBuilder {
   bool fp8_;
   double gemm_input_bytes_;
   bool full_recompute_;
+  uint32_t recomputed_;  // selective recomputation's modules (full recomputation keeps only the input)
 };
 
 }  // namespace
@@ -431,7 +458,7 @@ void build_workload(Plan& plan, const WorkloadOptions& options) {
   const pp_training& training = plan.training();
   const Tokens t = tokens_of(model, training);
 
-  OpEmitter embedding(plan, PP_SCOPE_EMBEDDING, gemm_dtype(training), training.recompute);
+  OpEmitter embedding(plan, PP_SCOPE_EMBEDDING, gemm_dtype(training), recomputed_modules(training));
   embedding.memory_bound(PP_OP_EMBEDDING, 2.0 * kActivationBytes * t.tokens * t.hidden);  // gather rows, write
   if (t.dropout)
     add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_EMBEDDING, PP_MEMORY_ACT_EMBEDDING_DROPOUT_MASK, t.tokens * t.hidden);
@@ -440,7 +467,7 @@ void build_workload(Plan& plan, const WorkloadOptions& options) {
   for (uint32_t index = 0; index < kinds.size(); ++index)
     LayerBuilder(plan, index, kinds[index], t, training, options).build();
 
-  OpEmitter head(plan, PP_SCOPE_HEAD, gemm_dtype(training), training.recompute);
+  OpEmitter head(plan, PP_SCOPE_HEAD, gemm_dtype(training), recomputed_modules(training));
   head.memory_bound(PP_OP_FINAL_NORM, 2.0 * kActivationBytes * t.tokens * t.hidden);
   head.gemm(PP_OP_LOGITS, t.tokens, t.vocab, t.hidden);
   head.memory_bound(PP_OP_LOSS, 3.0 * 4.0 * t.tokens * t.vocab);  // fp32 softmax: read logits, write probs, read for grad

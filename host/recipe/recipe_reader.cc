@@ -29,7 +29,8 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& core_sectio
                  "moe_layer_freq", "moe_shared_ffn_hidden", "sliding_window", "full_attention_every", "layer_pattern",
                  "mamba_heads", "mamba_head_dim", "mamba_state", "mamba_groups", "mamba_conv_kernel", "mtp_layers",
                  "tied_embeddings", "dropout", "rotary_base", "norm_epsilon"}},
-      {"training", {"global_batch", "micro_batch", "precision", "recompute", "optimizer", "flash_attention", "main_grads"}},
+      {"training", {"global_batch", "micro_batch", "precision", "recompute", "recompute_modules", "optimizer",
+                    "flash_attention", "main_grads"}},
       {"cluster", {"hardware", "num_gpus", "gpus_per_node", "mesh_order"}},
   };
   return sections;
@@ -357,6 +358,37 @@ void read_training_choices(Recipe& recipe, TableReader& reader, const toml::tabl
   training.recompute = recipe.search.recomputes.empty() ? PP_RECOMPUTE_NONE : recipe.search.recomputes.front();
 }
 
+// Megatron-LM's --recompute-modules names, as pp_recompute_module bits; only with selective
+// recomputation (a recipe or search that may choose it).
+uint32_t read_recompute_modules(TableReader& reader, const toml::table& table, const pp_training& training,
+                                const SearchChoices& search) {
+  const std::optional<std::vector<std::string>> names = reader.string_list("recompute_modules");
+  if (!names) return 0;
+  const bool selective = training.recompute == PP_RECOMPUTE_SELECTIVE ||
+                         std::find(search.recomputes.begin(), search.recomputes.end(), PP_RECOMPUTE_SELECTIVE) !=
+                             search.recomputes.end();
+  if (!selective)
+    reader.fail(table.get("recompute_modules"), "recompute_modules", "needs recompute = \"selective\"");
+  const std::vector<std::pair<std::string, uint32_t>> known = {
+      {"core_attn", PP_RECOMPUTE_CORE_ATTN}, {"mla_up_proj", PP_RECOMPUTE_MLA_UP_PROJ},
+      {"layernorm", PP_RECOMPUTE_LAYERNORM}, {"moe_act", PP_RECOMPUTE_MOE_ACT},
+      {"moe", PP_RECOMPUTE_MOE},             {"mlp", PP_RECOMPUTE_MLP}};
+  uint32_t modules = 0;
+  for (const std::string& name : *names) {
+    auto found = std::find_if(known.begin(), known.end(), [&](const auto& entry) { return entry.first == name; });
+    if (found == known.end()) {
+      std::vector<std::string> options;
+      for (const auto& entry : known) options.push_back(entry.first);
+      reader.fail(table.get("recompute_modules"), "recompute_modules",
+                  "'" + name + "' is not one of core_attn|mla_up_proj|layernorm|moe_act|moe|mlp" +
+                      did_you_mean(name, options));
+    }
+    modules |= found->second;
+  }
+  if (modules == 0) reader.fail(table.get("recompute_modules"), "recompute_modules", "is empty");
+  return modules;
+}
+
 void read_training(Recipe& recipe, const toml::table* table, bool search) {
   if (!table) throw InputError(recipe.file + ": [training]: the recipe has no [training] table");
   TableReader reader(table, "training", recipe.file);
@@ -373,6 +405,7 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
   training.precision = precision == "fp16" ? PP_PRECISION_FP16 : precision == "fp8" ? PP_PRECISION_FP8 : PP_PRECISION_BF16;
   std::string optimizer = reader.choice("optimizer", {"adam", "sgd"}).value_or("adam");
   training.optimizer = optimizer == "sgd" ? PP_OPTIMIZER_SGD : PP_OPTIMIZER_ADAM;
+  training.recompute_modules = read_recompute_modules(reader, *table, training, recipe.search);
   recipe.flash_attention = reader.boolean("flash_attention").value_or(true);
   recipe.fp32_main_grads = reader.choice("main_grads", {"fp32", "bf16"}).value_or("fp32") == "fp32";
   reader.reject_unknown_keys();

@@ -349,5 +349,29 @@ TEST(LayerStack, TensorParallelismSplitsEachKindAsMegatronDoes) {
   EXPECT_EQ(reduces(nemotron, "gqa"), 1);
 }
 
+// DeepSeek-V3 as DeepSeek trained it (arXiv 2412.19437, sec. 3.2-3.3): 2048 H800, PP16, EP64
+// over 8 nodes, ZeRO-1 over the data-parallel rest, FP8, 4K sequences, and "recomputation of
+// RMSNorm and MLA up-projection" with the MoE SwiGLU's output recomputed from its cached input
+// (Megatron-LM: --recompute-modules mla_up_proj layernorm moe_act). It fits in 80 GB, as it did;
+// keeping those activations instead would not.
+TEST(LayerStack, DeepSeekV3FitsOnItsPublishedLayout) {
+  auto recipe = [](const std::string& modules) {
+    return "[model]\npreset = \"deepseek-v3\"\n[training]\nglobal_batch = 15360\nprecision = \"fp8\"\n"
+           "recompute = \"selective\"\n" + modules +
+           "[cluster]\nhardware = \"h800-sxm\"\nnum_gpus = 2048\n"
+           "[[strategy]]\nname = \"pp\"\ndegree = 16\n[[strategy]]\nname = \"ep\"\ndegree = 64\n"
+           "[[strategy]]\nname = \"fsdp\"\nstage = 1\n";
+  };
+  const test::Evaluated trained =
+      test::evaluate_recipe(recipe("recompute_modules = [\"mla_up_proj\", \"layernorm\", \"moe_act\"]\n"));
+  EXPECT_LT(trained.number("memory.per_gpu_bytes"), 80e9);
+  const test::Evaluated kept = test::evaluate_recipe(recipe(""));
+  EXPECT_GT(kept.number("memory.per_gpu_bytes"), 80e9);
+  // The recomputed modules' activations are what differs: Q, K, V of every MLA layer, the norms'
+  // outputs, the experts' activation outputs; the model state is the same.
+  EXPECT_DOUBLE_EQ(trained.number("memory.parameters_bytes"), kept.number("memory.parameters_bytes"));
+  EXPECT_LT(trained.number("memory.activations_bytes"), kept.number("memory.activations_bytes"));
+}
+
 }  // namespace
 }  // namespace paraplan::host

@@ -122,6 +122,17 @@ typedef enum pp_recompute {
   PP_RECOMPUTE_FULL = 2       /* keep only each layer's input; recompute the whole forward */
 } pp_recompute;
 
+/* ABI 1.6: with PP_RECOMPUTE_SELECTIVE, which parts of a layer are recomputed in backward rather
+ * than kept (Megatron-LM's --recompute-modules); a bit set, 0 meaning PP_RECOMPUTE_CORE_ATTN. */
+typedef enum pp_recompute_module {
+  PP_RECOMPUTE_CORE_ATTN = 1,   /* the attention core (Korthikanti et al. 2022's selective recompute) */
+  PP_RECOMPUTE_MLA_UP_PROJ = 2, /* MLA's up projections: Q, K and V rebuilt from the kept latents */
+  PP_RECOMPUTE_LAYERNORM = 4,   /* the norms: their outputs (the next GEMMs' inputs) not kept */
+  PP_RECOMPUTE_MOE_ACT = 8,     /* the experts' activation function: its output not kept */
+  PP_RECOMPUTE_MOE = 16,        /* the whole MoE block: router, experts, their activations */
+  PP_RECOMPUTE_MLP = 32         /* the whole dense MLP */
+} pp_recompute_module;
+
 typedef enum pp_optimizer { PP_OPTIMIZER_ADAM = 1, PP_OPTIMIZER_SGD = 2 } pp_optimizer;
 
 typedef struct pp_training {
@@ -131,6 +142,7 @@ typedef struct pp_training {
   pp_precision precision;
   pp_recompute recompute;
   pp_optimizer optimizer;
+  uint32_t recompute_modules; /* ABI 1.6: pp_recompute_module bits (selective only; 0 = core_attn) */
 } pp_training;
 
 typedef struct pp_cluster {
