@@ -5,6 +5,7 @@
 
 #include "host/core/errors.h"
 #include "host/core/text_sanitizer.h"
+#include "host/plan/execution.h"
 #include "host/plan/plugin_tables.h"
 #include "host/plugin/plugin_instance.h"
 #include "host/recipe/param_values.h"
@@ -75,6 +76,7 @@ void check_export_tables(const Recipe& recipe, const PluginCatalog& catalog) {
 ExportResult run_exporter(const std::string& exporter, const Recipe& recipe, const PluginCatalog& catalog,
                           const ComposedPlan& composed, const HardwareBinding& hardware) {
   const LoadedPlugin& plugin = catalog.require(exporter, PP_KIND_EXPORTER);
+  require_layer_stack_reader(plugin, recipe.model.shape, "exporter");
   const toml::table* table =
       checked_plugin_tables(recipe, recipe.export_table, "export", catalog, PP_KIND_EXPORTER, "exporter", exporter);
   ParamValues params = ParamValues::bind(*plugin.metadata, table, "export." + exporter, recipe.file);

@@ -22,4 +22,9 @@ void describe_plan(ResultTree& results, const Recipe& recipe, const ComposedPlan
 ResultTree run_executor(const std::string& executor, const Recipe& recipe, const PluginCatalog& catalog,
                         const ComposedPlan& composed, const HardwareBinding& hardware);
 
+// Throws PlanError when `plugin` (an executor or exporter, `role` in the message) was built
+// before the layer stack (ABI 1.6) and `model` is more than a uniform transformer: it would read
+// the model's 1.5 fields and count every layer as the first kind. Strategies of any minor work.
+void require_layer_stack_reader(const LoadedPlugin& plugin, const pp_model& model, const std::string& role);
+
 }  // namespace paraplan::host

@@ -200,6 +200,38 @@ TEST(FrozenAbi, ExportersFromEveryMinorThatHasThemRun) {
   }
 }
 
+// The minor before the layer stack: its strategy runs on a model of several kinds of layer (its
+// buffer counted once, as on a uniform model), through today's pipeline and analytic executor
+// over pp stages that hold different kinds; its executor, which would count every layer as the
+// first kind, is refused with the reason.
+TEST(FrozenAbi, ThePreviousMinorsStrategyRunsOnALayeredModel) {
+  const uint32_t minor = PP_ABI_MINOR - 1;
+  const PluginCatalog catalog = PluginCatalog::scan({PARAPLAN_BUNDLED_PLUGIN_DIR, test::kFrozenAbiPluginDirs[minor]});
+  auto recipe_text = [&](bool with_buffer) {
+    std::string text =
+        "[model]\nlayers = 8\nhidden = 1024\nheads = 8\nkv_heads = 2\nffn_hidden = 2048\nffn_type = \"swiglu\"\n"
+        "vocab = 32000\nseq_len = 2048\nmoe_experts = 8\nmoe_top_k = 2\nmoe_ffn_hidden = 512\ndense_layers = 2\n"
+        "[training]\nglobal_batch = 16\nmicro_batch = 1\n"
+        "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 8\n"
+        "[[strategy]]\nname = \"tp\"\ndegree = 2\n[[strategy]]\nname = \"pp\"\ndegree = 2\n";
+    if (with_buffer) text += "[[strategy]]\nname = \"" + minor_name(minor) + "_buffer\"\ngib = 2.5\n";
+    return text;
+  };
+  auto evaluate = [&](bool with_buffer, const std::string& executor) {
+    auto recipe = parse_recipe(recipe_text(with_buffer), "layered.toml");
+    auto hardware = open_hardware(*recipe, catalog);
+    ComposedPlan composed = compose_plan(*recipe, catalog, gpus_per_node(*recipe, *hardware));
+    return run_executor(executor, *recipe, catalog, composed, *hardware);
+  };
+  const ResultTree plain = evaluate(false, "analytic"), buffered = evaluate(true, "analytic");
+  EXPECT_DOUBLE_EQ(*buffered.number("memory.per_gpu_bytes") - *plain.number("memory.per_gpu_bytes"), 2.5 * 1073741824.0);
+  EXPECT_DOUBLE_EQ(*buffered.number("time.step_s"), *plain.number("time.step_s"));
+  test::expect_error<PlanError>([&] { evaluate(true, minor_name(minor) + "_counter"); },
+                                {"executor '" + minor_name(minor) + "_counter' was built against SDK ABI 1." +
+                                     std::to_string(minor) + ", before the layer stack (1.6)",
+                                 "2 kinds of layer"});
+}
+
 // `plugins list` (the real command, in process) shows every minor's plugins with their own ABI.
 TEST(FrozenAbi, ThePluginListShowsEachMinor) {
   for (uint32_t minor = 0; minor <= PP_ABI_MINOR; ++minor) {
