@@ -157,7 +157,7 @@ class LayerBuilder {
  public:
   LayerBuilder(Plan& plan, uint32_t index, const pp_layer_kind& kind, const Tokens& t, const pp_training& training,
                const WorkloadOptions& options)
-      : plan_(plan), index_(index), kind_(kind), t_(t), training_(training), options_(options),
+      : plan_(plan), index_(index), kind_(kind), t_(t), options_(options),
         emit_(plan, PP_SCOPE_LAYER, gemm_dtype(training), recomputed_modules(training), index),
         fp8_(training.precision == PP_PRECISION_FP8),
         gemm_input_bytes_(fp8_ ? 1.0 : kActivationBytes),
@@ -428,7 +428,6 @@ class LayerBuilder {
   uint32_t index_;
   const pp_layer_kind& kind_;
   const Tokens& t_;
-  const pp_training& training_;
   const WorkloadOptions& options_;
   OpEmitter emit_;
   bool fp8_;
