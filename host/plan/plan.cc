@@ -26,6 +26,16 @@ bool terminated(const char (&field)[N]) {
 
 bool finite_non_negative(double value) { return std::isfinite(value) && value >= 0; }
 
+// A plugin's enum field as the integer it holds: reading an out-of-range value through the enum
+// type is undefined behaviour, so the checks below never do until the value is known valid.
+template <typename Enum>
+int32_t raw(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int32_t));
+  int32_t value;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
+}
+
 // Why `op` cannot join the plan ("" when it can): every enum in range, every number finite and
 // not negative, names terminated, communication on an existing axis.
 std::string op_problem(const pp_op& op, size_t axis_count) {
@@ -35,15 +45,15 @@ std::string op_problem(const pp_op& op, size_t axis_count) {
     return which + " has " + field + " " + std::to_string(value) + ", not " + range;
   };
   if (op.name[0] == '\0') return "an op has an empty name";
-  if (op.kind < PP_OP_GEMM || op.kind > PP_OP_HOST_TRANSFER) return out_of("kind", op.kind, "1-6");
-  if (op.phase < PP_PHASE_FORWARD || op.phase > PP_PHASE_RECOMPUTE) return out_of("phase", op.phase, "1-4");
-  if (op.scope < PP_SCOPE_EMBEDDING || op.scope > PP_SCOPE_STEP) return out_of("scope", op.scope, "1-4");
-  if (op.frequency != PP_PER_MICRO_BATCH && op.frequency != PP_PER_STEP) return out_of("frequency", op.frequency, "1-2");
-  if (op.dtype < 0 || op.dtype >= PP_DTYPE_COUNT) return out_of("dtype", op.dtype, "0-4");
-  if (op.collective < PP_COLLECTIVE_NONE || op.collective > PP_COLLECTIVE_BROADCAST)
-    return out_of("collective", op.collective, "0-5");
+  if (raw(op.kind) < PP_OP_GEMM || raw(op.kind) > PP_OP_HOST_TRANSFER) return out_of("kind", raw(op.kind), "1-6");
+  if (raw(op.phase) < PP_PHASE_FORWARD || raw(op.phase) > PP_PHASE_RECOMPUTE) return out_of("phase", raw(op.phase), "1-4");
+  if (raw(op.scope) < PP_SCOPE_EMBEDDING || raw(op.scope) > PP_SCOPE_STEP) return out_of("scope", raw(op.scope), "1-4");
+  if (raw(op.frequency) != PP_PER_MICRO_BATCH && raw(op.frequency) != PP_PER_STEP) return out_of("frequency", raw(op.frequency), "1-2");
+  if (raw(op.dtype) < 0 || raw(op.dtype) >= PP_DTYPE_COUNT) return out_of("dtype", raw(op.dtype), "0-4");
+  if (raw(op.collective) < PP_COLLECTIVE_NONE || raw(op.collective) > PP_COLLECTIVE_BROADCAST)
+    return out_of("collective", raw(op.collective), "0-5");
   if (op.kind == PP_OP_COLLECTIVE && op.collective == PP_COLLECTIVE_NONE) return which + " is a collective of kind NONE";
-  if (op.overlap != PP_OVERLAP_NONE && op.overlap != PP_OVERLAP_COMPUTE) return out_of("overlap", op.overlap, "0-1");
+  if (raw(op.overlap) != PP_OVERLAP_NONE && raw(op.overlap) != PP_OVERLAP_COMPUTE) return out_of("overlap", raw(op.overlap), "0-1");
   if (op.repeat == 0 || op.repeat > kMaxRepeat) return out_of("repeat", op.repeat, "1-1000000");
   const std::pair<const char*, double> numbers[] = {{"m", op.m}, {"n", op.n}, {"k", op.k}, {"count", op.count},
                                                     {"flops", op.flops}, {"bytes", op.bytes}};
@@ -62,10 +72,10 @@ std::string memory_problem(const pp_memory_item& item) {
   if (!terminated(item.name) || !terminated(item.owner)) return "a memory item's name or owner is not NUL-terminated";
   const std::string which = "memory item '" + std::string(item.name) + "'";
   if (item.name[0] == '\0') return "a memory item has an empty name";
-  if (item.kind < PP_MEMORY_PARAMETERS || item.kind > PP_MEMORY_OTHER)
-    return which + " has kind " + std::to_string(item.kind) + ", not 1-5";
-  if (item.scope < PP_SCOPE_EMBEDDING || item.scope > PP_SCOPE_STEP)
-    return which + " has scope " + std::to_string(item.scope) + ", not 1-4";
+  if (raw(item.kind) < PP_MEMORY_PARAMETERS || raw(item.kind) > PP_MEMORY_OTHER)
+    return which + " has kind " + std::to_string(raw(item.kind)) + ", not 1-5";
+  if (raw(item.scope) < PP_SCOPE_EMBEDDING || raw(item.scope) > PP_SCOPE_STEP)
+    return which + " has scope " + std::to_string(raw(item.scope)) + ", not 1-4";
   if (!finite_non_negative(item.bytes)) return which + " has bytes = " + std::to_string(item.bytes) + ", not a finite number >= 0";
   return "";
 }
@@ -381,8 +391,8 @@ pp_status Plan::set_pipeline(void* plan, const pp_pipeline* pipeline, const pp_s
   return guarded(plan, [&](Plan& target) {
     pp_pipeline copy;
     if (!copy_versioned(pipeline, copy)) return target.refuse("set_pipeline: a pipeline smaller than ABI 1.0's (or NULL)");
-    if (copy.schedule < PP_SCHEDULE_NONE || copy.schedule > PP_SCHEDULE_ZERO_BUBBLE)
-      return target.refuse("set_pipeline: schedule " + std::to_string(copy.schedule) + ", not 0-4");
+    if (raw(copy.schedule) < PP_SCHEDULE_NONE || raw(copy.schedule) > PP_SCHEDULE_ZERO_BUBBLE)
+      return target.refuse("set_pipeline: schedule " + std::to_string(raw(copy.schedule)) + ", not 0-4");
     if (copy.stages < 1 || copy.stages > target.cluster_.num_gpus || copy.virtual_stages < 1 ||
         copy.virtual_stages > std::max<int64_t>(1, target.stack_layers()) || copy.micro_batches < 1 ||
         copy.micro_batches > kMaxMicroBatches)
@@ -438,11 +448,11 @@ pp_status Plan::set_schedule(void* plan, const pp_schedule_step* steps, uint64_t
       if (!copy_versioned(&steps[i], step)) return target.refuse("set_schedule: a step smaller than ABI 1.0's");
       if (step.stage < 0 || step.stage >= pipeline.stages || step.micro_batch < 0 ||
           step.micro_batch >= pipeline.micro_batches || step.chunk < 0 || step.chunk >= pipeline.virtual_stages ||
-          step.phase < PP_PHASE_FORWARD || step.phase > PP_PHASE_WEIGHT_GRADIENT || step.phase == PP_PHASE_STEP ||
-          step.phase == PP_PHASE_RECOMPUTE)
+          raw(step.phase) < PP_PHASE_FORWARD || raw(step.phase) > PP_PHASE_WEIGHT_GRADIENT ||
+          raw(step.phase) == PP_PHASE_STEP || raw(step.phase) == PP_PHASE_RECOMPUTE)
         return target.refuse("set_schedule: step " + std::to_string(i) + " (stage " + std::to_string(step.stage) +
                              ", micro-batch " + std::to_string(step.micro_batch) + ", chunk " + std::to_string(step.chunk) +
-                             ", phase " + std::to_string(step.phase) + ") is out of the pipeline's range");
+                             ", phase " + std::to_string(raw(step.phase)) + ") is out of the pipeline's range");
       copy.push_back(step);
     }
     target.state_.steps = std::move(copy);
