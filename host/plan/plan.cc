@@ -145,14 +145,6 @@ void Plan::set_workload(const std::vector<pp_op>& ops, const std::vector<uint32_
   state_.memory_kinds = memory_kinds;
 }
 
-int64_t Plan::layers_of(size_t stage, size_t chunk, uint32_t kind) const {
-  const size_t kinds = stack_.kinds().size(), virtual_stage = chunk * state_.stages.size() + stage;
-  if (kind != PP_EVERY_LAYER_KIND) return state_.layer_counts[virtual_stage * kinds + kind];
-  int64_t total = 0;
-  for (size_t k = 0; k < kinds; ++k) total += state_.layer_counts[virtual_stage * kinds + k];
-  return total;
-}
-
 // Virtual stage c·p + s holds chunk c of stage s; its layers come next in the model's order, each
 // stage's layers split over its chunks as evenly as they go (the first chunks take the rest).
 void Plan::fill_layer_counts_in_order() {

@@ -78,8 +78,6 @@ class Plan {
   const std::vector<uint32_t>& op_layer_kinds() const { return state_.op_kinds; }
   const std::vector<uint32_t>& memory_layer_kinds() const { return state_.memory_kinds; }
   const LayerStack& layer_stack() const { return stack_; }
-  // Layers of `kind` on virtual stage chunk·stages + stage.
-  int64_t layers_of(size_t stage, size_t chunk, uint32_t kind) const;
   const std::vector<pp_mesh_axis>& axes() const { return state_.axes; }
   const pp_pipeline& pipeline() const { return state_.pipeline; }
   const std::vector<pp_stage>& stages() const { return state_.stages; }
