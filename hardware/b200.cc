@@ -1,7 +1,8 @@
 // NVIDIA B200 180 GB on an HGX B200 8-GPU board, networked as a DGX B200.
 //
 // Peaks: NVIDIA HGX B200 datasheet, per 8-GPU board (FP32 600 TFLOP/s; tensor cores "with
-// sparsity": TF32 18, BF16/FP16 36, FP8 72 PFLOP/s), divided by 8 and halved to dense. Memory:
+// sparsity": TF32 18, BF16/FP16 36, FP8 72, FP4 144 PFLOP/s), divided by 8 and halved to dense;
+// MXFP8 runs at the FP8 rate, NVFP4 at FP4's (Blackwell's block-scaled tensor cores). Memory:
 // 1,440 GB and 64 TB/s per board = 180 GB and 8 TB/s per GPU. NVLink 5 through NVSwitch:
 // 1.8 TB/s per GPU, both directions together. Network: DGX B200 datasheet, eight ConnectX-7
 // 400 Gb/s adapters, one per GPU. How the efficiencies were chosen: docs/hardware.md.
@@ -21,7 +22,7 @@ constexpr Datasheet kB200{
         {
             .name = "b200",
             .gpus_per_node = 8,
-            .tflops = {.fp32 = 75, .tf32 = 1125, .bf16 = 2250, .fp16 = 2250, .fp8 = 4500},
+            .tflops = {.fp32 = 75, .tf32 = 1125, .bf16 = 2250, .fp16 = 2250, .fp8 = 4500, .mxfp8 = 4500, .nvfp4 = 9000},
             .memory_gb = 180,
             .memory_bandwidth_gb_s = 8000,
             .memory_efficiency = 0.85,

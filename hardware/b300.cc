@@ -2,7 +2,8 @@
 //
 // Peaks: NVIDIA HGX B300 specifications, per 8-GPU board (FP32 600 TFLOP/s; tensor cores "with
 // sparsity": TF32 18, BF16/FP16 36, FP8 72 PFLOP/s), divided by 8 and halved to dense: the B200's
-// rates (Blackwell Ultra adds FP4 throughput, not these). Memory: 2.1 TB HBM3e per board = 270 GB
+// rates (Blackwell Ultra adds FP4 throughput, not these): FP4 108 PFLOP/s dense per board, 13.5
+// per GPU; MXFP8 at the FP8 rate, NVFP4 at FP4's. Memory: 2.1 TB HBM3e per board = 270 GB
 // usable per GPU (288 GB physical), 8 TB/s. NVLink 5 through NVSwitch: 1.8 TB/s per GPU, both
 // directions together. Network: eight ConnectX-8 800 Gb/s adapters, one per GPU. Efficiencies:
 // the B200's until measured (docs/hardware.md).
@@ -22,7 +23,7 @@ constexpr Datasheet kB300{
         {
             .name = "b300",
             .gpus_per_node = 8,
-            .tflops = {.fp32 = 75, .tf32 = 1125, .bf16 = 2250, .fp16 = 2250, .fp8 = 4500},
+            .tflops = {.fp32 = 75, .tf32 = 1125, .bf16 = 2250, .fp16 = 2250, .fp8 = 4500, .mxfp8 = 4500, .nvfp4 = 13500},
             .memory_gb = 270,
             .memory_bandwidth_gb_s = 8000,
             .memory_efficiency = 0.85,

@@ -2,7 +2,8 @@
 // of two GB200 superchips (4 GPUs) each.
 //
 // Peaks: NVIDIA GB200 NVL72 datasheet, per rack (FP32 5,760 TFLOP/s; tensor cores "with
-// sparsity": TF32 180, BF16/FP16 360, FP8 720 PFLOP/s), divided by 72 and halved to dense.
+// sparsity": TF32 180, BF16/FP16 360, FP8 720, FP4 1,440 PFLOP/s), divided by 72 and halved to
+// dense; MXFP8 at the FP8 rate, NVFP4 at FP4's.
 // Memory: 13.4 TB HBM3e and 576 TB/s per rack = 186 GB and 8 TB/s per GPU. NVLink 5 through the
 // rack's NVLink switch trays: 130 TB/s per rack = 1.8 TB/s per GPU, both directions together.
 // Network: NVIDIA's multi-node NVLink tuning guide, a ConnectX-7 400 Gb/s adapter per GPU in each
@@ -23,7 +24,7 @@ constexpr Datasheet kGb200Nvl72{
         {
             .name = "gb200-nvl72",
             .gpus_per_node = 4,
-            .tflops = {.fp32 = 80, .tf32 = 1250, .bf16 = 2500, .fp16 = 2500, .fp8 = 5000},
+            .tflops = {.fp32 = 80, .tf32 = 1250, .bf16 = 2500, .fp16 = 2500, .fp8 = 5000, .mxfp8 = 5000, .nvfp4 = 10000},
             .memory_gb = 186,
             .memory_bandwidth_gb_s = 8000,
             .memory_efficiency = 0.85,

@@ -2,7 +2,9 @@
 // trays of two GB300 superchips (4 GPUs) each.
 //
 // Peaks: NVIDIA GB300 NVL72 specifications, per rack (tensor cores "with sparsity": TF32 180,
-// BF16/FP16 360, FP8 720 PFLOP/s), divided by 72 and halved to dense: the GB200's rates; FP32 as
+// BF16/FP16 360, FP8 720 PFLOP/s), divided by 72 and halved to dense: the GB200's rates; FP4
+// 1,080 PFLOP/s dense (Blackwell Ultra's gain: 15 per GPU, where sparsity adds nothing);
+// MXFP8 at the FP8 rate, NVFP4 at FP4's; FP32 as
 // the GB200's (80 TFLOP/s). Memory: up to 20 TB HBM3e per rack = 279 GB usable per GPU (288 GB
 // physical), 8 TB/s. NVLink 5: 130 TB/s per rack = 1.8 TB/s per GPU, both directions together.
 // Network: a ConnectX-8 800 Gb/s adapter per GPU. Efficiencies: the GB200 NVL72's until measured
@@ -23,7 +25,7 @@ constexpr Datasheet kGb300Nvl72{
         {
             .name = "gb300-nvl72",
             .gpus_per_node = 4,
-            .tflops = {.fp32 = 80, .tf32 = 1250, .bf16 = 2500, .fp16 = 2500, .fp8 = 5000},
+            .tflops = {.fp32 = 80, .tf32 = 1250, .bf16 = 2500, .fp16 = 2500, .fp8 = 5000, .mxfp8 = 5000, .nvfp4 = 15000},
             .memory_gb = 279,
             .memory_bandwidth_gb_s = 8000,
             .memory_efficiency = 0.85,

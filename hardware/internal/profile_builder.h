@@ -33,6 +33,8 @@ struct DenseTflops {
   double bf16 = 0;
   double fp16 = 0;
   double fp8 = 0;
+  double mxfp8 = 0;  // block-scaled FP8 (Blackwell's tensor cores run it at the FP8 rate)
+  double nvfp4 = 0;
 };
 
 // One level of the interconnect, innermost first.
@@ -146,6 +148,8 @@ constexpr ProfileProblem check_profile(const ProfileSpec& spec) {
       {"compute.bf16_tflops", spec.tflops.bf16, detail::kTflops},
       {"compute.fp16_tflops", spec.tflops.fp16, detail::kTflopsOrNone},
       {"compute.fp8_tflops", spec.tflops.fp8, detail::kTflopsOrNone},
+      {"compute.mxfp8_tflops", spec.tflops.mxfp8, detail::kTflopsOrNone},
+      {"compute.nvfp4_tflops", spec.tflops.nvfp4, detail::kTflopsOrNone},
       {"memory.capacity_gb", spec.memory_gb, detail::kGigabytes},
       {"memory.bandwidth_gb_s", spec.memory_bandwidth_gb_s, detail::kBandwidth},
       {"memory.efficiency", spec.memory_efficiency, detail::kFraction},
@@ -221,6 +225,8 @@ inline pp_hardware_profile build_profile(const ProfileSpec& spec) {
   profile.peak_flops[PP_DTYPE_BF16] = spec.tflops.bf16 * kTera;
   profile.peak_flops[PP_DTYPE_FP16] = spec.tflops.fp16 * kTera;
   profile.peak_flops[PP_DTYPE_FP8] = spec.tflops.fp8 * kTera;
+  profile.peak_flops_mxfp8 = spec.tflops.mxfp8 * kTera;
+  profile.peak_flops_nvfp4 = spec.tflops.nvfp4 * kTera;
   profile.memory_bytes = spec.memory_gb * kGiga;
   profile.memory_bandwidth_bytes_per_s = spec.memory_bandwidth_gb_s * kGiga;
   profile.memory_efficiency = spec.memory_efficiency;

@@ -203,13 +203,16 @@ class TableReader {
 
 DenseTflops read_compute(ProfileFile& file, const toml::table& table) {
   TableReader compute(file, table, "compute.",
-                      {"fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops"});
+                      {"fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops", "mxfp8_tflops",
+                       "nvfp4_tflops"});
   DenseTflops tflops;
   tflops.fp32 = compute.number("fp32_tflops");
   tflops.tf32 = compute.number_or("tf32_tflops", 0.0);
   tflops.bf16 = compute.number("bf16_tflops");
   tflops.fp16 = compute.number_or("fp16_tflops", 0.0);
   tflops.fp8 = compute.number_or("fp8_tflops", 0.0);
+  tflops.mxfp8 = compute.number_or("mxfp8_tflops", 0.0);
+  tflops.nvfp4 = compute.number_or("nvfp4_tflops", 0.0);
   return tflops;
 }
 

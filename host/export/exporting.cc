@@ -76,7 +76,7 @@ void check_export_tables(const Recipe& recipe, const PluginCatalog& catalog) {
 ExportResult run_exporter(const std::string& exporter, const Recipe& recipe, const PluginCatalog& catalog,
                           const ComposedPlan& composed, const HardwareBinding& hardware) {
   const LoadedPlugin& plugin = catalog.require(exporter, PP_KIND_EXPORTER);
-  require_layer_stack_reader(plugin, recipe.model.shape, "exporter");
+  require_plan_reader(plugin, recipe, "exporter");
   const toml::table* table =
       checked_plugin_tables(recipe, recipe.export_table, "export", catalog, PP_KIND_EXPORTER, "exporter", exporter);
   ParamValues params = ParamValues::bind(*plugin.metadata, table, "export." + exporter, recipe.file);

@@ -38,20 +38,25 @@ void describe_plan(ResultTree& results, const Recipe& recipe, const ComposedPlan
   }
 }
 
-void require_layer_stack_reader(const LoadedPlugin& plugin, const pp_model& model, const std::string& role) {
+void require_plan_reader(const LoadedPlugin& plugin, const Recipe& recipe, const std::string& role) {
   constexpr uint32_t kLayerStackMinor = 6;
   if (plugin.abi_minor() >= kLayerStackMinor) return;
-  const std::string beyond = paraplan::beyond_uniform_transformer(model);
-  if (beyond.empty()) return;
-  throw PlanError(role + " '" + plugin.name() + "' was built against SDK ABI 1." + std::to_string(plugin.abi_minor()) +
-                  ", before the layer stack (1.6), and would count this model (" + beyond +
-                  ") as uniform layers; rebuild it against the 1.6 headers");
+  const std::string before = role + " '" + plugin.name() + "' was built against SDK ABI 1." +
+                             std::to_string(plugin.abi_minor()) + ", before ";
+  const std::string beyond = paraplan::beyond_uniform_transformer(recipe.model.shape);
+  if (!beyond.empty())
+    throw PlanError(before + "the layer stack (1.6), and would count this model (" + beyond +
+                    ") as uniform layers; rebuild it against the 1.6 headers");
+  const pp_precision precision = recipe.training.precision;
+  if (precision == PP_PRECISION_MXFP8 || precision == PP_PRECISION_NVFP4)
+    throw PlanError(before + "the block-scaled precisions (1.6), and cannot price precision '" +
+                    std::string(paraplan::precision_name(precision)) + "'; rebuild it against the 1.6 headers");
 }
 
 ResultTree run_executor(const std::string& executor, const Recipe& recipe, const PluginCatalog& catalog,
                         const ComposedPlan& composed, const HardwareBinding& hardware) {
   const LoadedPlugin& plugin = catalog.require(executor, PP_KIND_EXECUTOR);
-  require_layer_stack_reader(plugin, recipe.model.shape, "executor");
+  require_plan_reader(plugin, recipe, "executor");
   const toml::table* table =
       checked_plugin_tables(recipe, recipe.executor_table, "executor", catalog, PP_KIND_EXECUTOR, "executor", executor);
   ParamValues params = ParamValues::bind(*plugin.metadata, table, "executor." + executor, recipe.file);

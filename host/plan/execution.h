@@ -23,8 +23,10 @@ ResultTree run_executor(const std::string& executor, const Recipe& recipe, const
                         const ComposedPlan& composed, const HardwareBinding& hardware);
 
 // Throws PlanError when `plugin` (an executor or exporter, `role` in the message) was built
-// before the layer stack (ABI 1.6) and `model` is more than a uniform transformer: it would read
-// the model's 1.5 fields and count every layer as the first kind. Strategies of any minor work.
-void require_layer_stack_reader(const LoadedPlugin& plugin, const pp_model& model, const std::string& role);
+// before ABI 1.6 and the recipe uses what 1.6 added: a model that is more than a uniform
+// transformer (it would read the model's 1.5 fields and count every layer as the first kind), or
+// a block-scaled precision (its GEMMs' dtypes are past the ones it knows). Strategies of any
+// minor work.
+void require_plan_reader(const LoadedPlugin& plugin, const Recipe& recipe, const std::string& role);
 
 }  // namespace paraplan::host

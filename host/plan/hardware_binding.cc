@@ -7,7 +7,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "paraplan/cost_model.hpp"
+
 #include "host/core/errors.h"
+#include "host/model/precision_names.h"
+#include "host/plan/workload_builder.h"
 #include "host/plan/profile_check.h"
 #include "host/plugin/abi_history.h"
 #include "host/plugin/plugin_trust.h"
@@ -136,7 +140,20 @@ std::unique_ptr<HardwareBinding> open_hardware(const Recipe& recipe, const Plugi
     arguments.insert("file", recipe.cluster.hardware_file);
   }
   ParamValues params = ParamValues::bind(*plugin->metadata, &arguments, "cluster.hardware", recipe.file);
-  return std::make_unique<HardwareBinding>(std::make_unique<PluginInstance>(*plugin, std::move(params), context));
+  auto binding = std::make_unique<HardwareBinding>(std::make_unique<PluginInstance>(*plugin, std::move(params), context));
+  require_precision_support(recipe, binding->profile());
+  return binding;
+}
+
+void require_precision_support(const Recipe& recipe, const pp_hardware_profile& profile) {
+  const pp_dtype dtype = gemm_dtype(recipe.training);
+  if (dtype != PP_DTYPE_MXFP8 && dtype != PP_DTYPE_NVFP4) return;  // fp8 falls back to bf16 where absent
+  if (cost::declared_peak_flops(profile, dtype) > 0) return;
+  const toml::node* where = recipe.document ? recipe.document->at_path("training.precision").node() : nullptr;
+  const std::string name(precision_name(recipe.training.precision));
+  throw InputError(location_of(recipe.file, where) + ": training.precision '" + name + "': hardware '" + profile.name +
+                   "' has no " + name + " tensor cores (its profile's peak_flops_" + name +
+                   " is 0; block-scaled formats need Blackwell or later); use \"fp8\" or \"bf16\"");
 }
 
 int64_t gpus_per_node(const Recipe& recipe, const HardwareBinding& hardware) {

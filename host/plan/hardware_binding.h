@@ -36,7 +36,12 @@ class HardwareBinding {
 // The plugin name for hardware given as a profile file.
 inline constexpr const char* kTomlHardwarePlugin = "toml";
 
+// Opens the recipe's hardware and checks it has the tensor cores the recipe's precision needs.
 std::unique_ptr<HardwareBinding> open_hardware(const Recipe& recipe, const PluginCatalog& catalog);
+
+// InputError, at the recipe's training.precision, where it asks for a block-scaled format
+// (mxfp8, nvfp4) the profile has no peak for.
+void require_precision_support(const Recipe& recipe, const pp_hardware_profile& profile);
 
 // GPUs per node: the recipe's [cluster] gpus_per_node, else the profile's; InputError if neither.
 int64_t gpus_per_node(const Recipe& recipe, const HardwareBinding& hardware);

@@ -49,7 +49,7 @@ std::string op_problem(const pp_op& op, size_t axis_count) {
   if (raw(op.phase) < PP_PHASE_FORWARD || raw(op.phase) > PP_PHASE_RECOMPUTE) return out_of("phase", raw(op.phase), "1-4");
   if (raw(op.scope) < PP_SCOPE_EMBEDDING || raw(op.scope) > PP_SCOPE_STEP) return out_of("scope", raw(op.scope), "1-4");
   if (raw(op.frequency) != PP_PER_MICRO_BATCH && raw(op.frequency) != PP_PER_STEP) return out_of("frequency", raw(op.frequency), "1-2");
-  if (raw(op.dtype) < 0 || raw(op.dtype) >= PP_DTYPE_COUNT) return out_of("dtype", raw(op.dtype), "0-4");
+  if (raw(op.dtype) < 0 || raw(op.dtype) > PP_DTYPE_NVFP4) return out_of("dtype", raw(op.dtype), "0-6");
   if (raw(op.collective) < PP_COLLECTIVE_NONE || raw(op.collective) > PP_COLLECTIVE_BROADCAST)
     return out_of("collective", raw(op.collective), "0-5");
   if (op.kind == PP_OP_COLLECTIVE && op.collective == PP_COLLECTIVE_NONE) return which + " is a collective of kind NONE";

@@ -47,6 +47,8 @@ std::string profile_problem(const pp_hardware_profile& profile) {
                                   {"attention_efficiency", profile.attention_efficiency, 1e-6, 1.0, true},
                                   {"host_link_bandwidth_bytes_per_s", profile.host_link_bandwidth_bytes_per_s, 1e3, 1e21, true},
                                   {"gemm_efficiency_max_fp8", profile.gemm_efficiency_max_fp8, 1e-6, 1.0, true},
+                                  {"peak_flops_mxfp8", profile.peak_flops_mxfp8, 1e6, 1e21, true},
+                                  {"peak_flops_nvfp4", profile.peak_flops_nvfp4, 1e6, 1e21, true},
                               });
   for (const Bound& bound : bounds)
     if (!within(bound)) return out_of_bounds(bound);

@@ -4,13 +4,14 @@
 #include <string>
 
 #include "host/model/parameter_count.h"
+#include "paraplan/cost_model.hpp"
 #include "paraplan/sdk.hpp"
 
 namespace paraplan::host {
 namespace {
 
 constexpr const char* kOwner = PP_OWNER_MODEL;
-constexpr double kActivationBytes = 2.0;  // bf16/fp16 activations, also under fp8 GEMMs
+constexpr double kActivationBytes = 2.0;  // bf16/fp16 activations, also under fp8/fp4 GEMMs
 // Megatron-LM's Mamba-2 chunk size (the SSD splits the sequence into chunks this long).
 constexpr double kMambaChunk = 128.0;
 
@@ -44,11 +45,24 @@ uint32_t recomputed_modules(const pp_training& training) {
   }
 }
 
-pp_dtype gemm_dtype(const pp_training& training) {
-  switch (training.precision) {
-    case PP_PRECISION_FP8: return PP_DTYPE_FP8;
-    case PP_PRECISION_FP16: return PP_DTYPE_FP16;
-    default: return PP_DTYPE_BF16;
+// How a low-precision recipe quantises a GEMM's inputs (Transformer Engine): the bytes per
+// element of the quantised copy a GEMM reads and backward keeps, and the bytes one cast moves
+// per element: read the 2-byte tensor, write a row-wise and a column-wise quantised copy (the
+// weight gradient reduces over the other dimension), scales included. FP8 with per-tensor
+// scaling: 1 byte, 2 + 1 + 1. MXFP8 (OCP MX, one E8M0 scale per 32 elements): 1 + 1/32 per
+// copy. NVFP4 (an E4M3 scale per 16 E2M1 elements, NVIDIA's NVFP4 training recipe): 0.5 + 1/16
+// per copy, and a second read of the tensor for the amax its per-tensor fp32 scale needs.
+struct GemmInputFormat {
+  double stored_bytes = kActivationBytes;
+  double cast_bytes = 0;  // 0: the GEMMs read the activations as they are
+};
+GemmInputFormat gemm_input_format(pp_precision precision) {
+  constexpr double kMxfp8 = 1.0 + 1.0 / 32.0, kNvfp4 = 0.5 + 1.0 / 16.0;
+  switch (precision) {
+    case PP_PRECISION_FP8: return {1.0, kActivationBytes + 2.0 * 1.0};
+    case PP_PRECISION_MXFP8: return {kMxfp8, kActivationBytes + 2.0 * kMxfp8};
+    case PP_PRECISION_NVFP4: return {kNvfp4, 2.0 * kActivationBytes + 2.0 * kNvfp4};
+    default: return {};
   }
 }
 
@@ -74,7 +88,7 @@ class OpEmitter {
   // unfused, they are two batched GEMMs over the whole square (heads stacked into m, so one launch
   // each, as cuBLAS runs them). qk_dim and v_dim differ only for MLA.
   void attention(double seq, double keys, double qk_dim, double v_dim, double batch_heads, bool fused) {
-    const pp_dtype dtype = dtype_ == PP_DTYPE_FP8 ? PP_DTYPE_BF16 : dtype_;
+    const pp_dtype dtype = cost::low_precision(dtype_) ? PP_DTYPE_BF16 : dtype_;
     if (fused) {
       pp_op op = make_op(PP_OP_ATTENTION, PP_PHASE_FORWARD, scope_, PP_OP_ATTENTION_CORE, kOwner);
       op.m = seq, op.n = keys, op.k = (qk_dim + v_dim) / 2.0, op.count = batch_heads;
@@ -159,8 +173,8 @@ class LayerBuilder {
                const WorkloadOptions& options)
       : plan_(plan), index_(index), kind_(kind), t_(t), options_(options),
         emit_(plan, PP_SCOPE_LAYER, gemm_dtype(training), recomputed_modules(training), index),
-        fp8_(training.precision == PP_PRECISION_FP8),
-        gemm_input_bytes_(fp8_ ? 1.0 : kActivationBytes),
+        format_(gemm_input_format(training.precision)),
+        gemm_input_bytes_(format_.stored_bytes),
         full_recompute_(training.recompute == PP_RECOMPUTE_FULL),
         recomputed_(full_recompute_ ? 0u : recomputed_modules(training)) {}
 
@@ -174,7 +188,7 @@ class LayerBuilder {
     }
     if (kind_.mlp != PP_MLP_NONE) mlp();
     if (kind_.mtp) mtp_outputs();
-    if (fp8_) fp8_casts();
+    if (format_.cast_bytes > 0) quantising_casts();
     if (full_recompute_) act(PP_MEMORY_ACT_LAYER_INPUT, kActivationBytes * t_.tokens * t_.hidden);
   }
 
@@ -375,14 +389,14 @@ class LayerBuilder {
     act(PP_MEMORY_ACT_MTP_LOGITS, 4.0 * tok * vocab);
   }
 
-  // FP8 training (Transformer Engine) casts every GEMM input to FP8 before the forward GEMM and
-  // every output gradient before the backward GEMMs, each with a transposed copy for the weight
-  // gradient: read 2 bytes, write 1 + 1, per element (the weights' casts are cached across a
-  // step's micro-batches). Split by where the tensors live: the blocks' normed inputs and the
+  // Low-precision training (Transformer Engine) casts every GEMM input to the GEMM format before
+  // the forward GEMM and every output gradient before the backward GEMMs, each with a transposed
+  // copy for the weight gradient (gemm_input_format: FP8 reads 2 bytes and writes 1 + 1 per
+  // element); the weights' casts are cached across a step's micro-batches. Split by where the tensors live: the blocks' normed inputs and the
   // gradients arriving from the residual stream are sequence-region tensors (SP divides them);
   // the rest are tensor-parallel widths (TP divides them); the experts' follow the routed tokens.
-  void fp8_casts() {
-    constexpr double kCastBytes = 4.0;
+  void quantising_casts() {
+    const double cast_bytes = format_.cast_bytes;
     const double tok = t_.tokens, h = t_.hidden;
     const bool swiglu = kind_.ffn_type == PP_FFN_SWIGLU;
     const double up_outputs = swiglu ? 2.0 : 1.0;
@@ -414,13 +428,13 @@ class LayerBuilder {
       blocks += 1, forward_width += ffn, backward_width += up_outputs * ffn;
     }
     if (kind_.mtp) blocks += 2;  // the projection's input (2h) and the extra head's
-    if (blocks > 0) emit_.memory_bound(PP_OP_FP8_CAST_SEQ, kCastBytes * tok * h * blocks, kCastBytes * tok * h * blocks);
+    if (blocks > 0) emit_.memory_bound(PP_OP_FP8_CAST_SEQ, cast_bytes * tok * h * blocks, cast_bytes * tok * h * blocks);
     if (forward_width > 0 || backward_width > 0)
-      emit_.memory_bound(PP_OP_FP8_CAST_TENSOR, kCastBytes * tok * forward_width, kCastBytes * tok * backward_width);
+      emit_.memory_bound(PP_OP_FP8_CAST_TENSOR, cast_bytes * tok * forward_width, cast_bytes * tok * backward_width);
     if (kind_.mlp == PP_MLP_MOE) {
       const double ffn = static_cast<double>(kind_.expert_ffn_hidden);
       const double routed = tok * (static_cast<double>(kind_.top_k) + shared_expert_equivalents());
-      emit_.memory_bound(PP_OP_FP8_CAST_EXPERT, kCastBytes * routed * (h + ffn), kCastBytes * routed * (up_outputs * ffn + h));
+      emit_.memory_bound(PP_OP_FP8_CAST_EXPERT, cast_bytes * routed * (h + ffn), cast_bytes * routed * (up_outputs * ffn + h));
     }
   }
 
@@ -430,13 +444,23 @@ class LayerBuilder {
   const Tokens& t_;
   const WorkloadOptions& options_;
   OpEmitter emit_;
-  bool fp8_;
+  GemmInputFormat format_;
   double gemm_input_bytes_;
   bool full_recompute_;
   uint32_t recomputed_;  // selective recomputation's modules (full recomputation keeps only the input)
 };
 
 }  // namespace
+
+pp_dtype gemm_dtype(const pp_training& training) {
+  switch (training.precision) {
+    case PP_PRECISION_FP8: return PP_DTYPE_FP8;
+    case PP_PRECISION_MXFP8: return PP_DTYPE_MXFP8;
+    case PP_PRECISION_NVFP4: return PP_DTYPE_NVFP4;
+    case PP_PRECISION_FP16: return PP_DTYPE_FP16;
+    default: return PP_DTYPE_BF16;
+  }
+}
 
 ParameterCounts count_parameters(const pp_model& model) {
   // The first kind of a uniform model (what this summary describes): a layer's dense part,
@@ -478,6 +502,8 @@ void build_workload(Plan& plan, const WorkloadOptions& options) {
                   gradient_bytes);
   for (uint32_t index = 0; index < kinds.size(); ++index) {
     const LayerParameters layer = layer_parameters(kinds[index], model.hidden);
+    // The experts' item holds the shared experts too: ep splits them off ("*.shared_experts")
+    // and keeps them whole on every rank while it divides the routed ones.
     add_model_state(plan, PP_SCOPE_LAYER, PP_MEMORY_SUFFIX_LAYER, layer.dense, training.optimizer, gradient_bytes, index);
     if (layer.all_experts() > 0)
       add_model_state(plan, PP_SCOPE_LAYER, PP_MEMORY_SUFFIX_EXPERTS, layer.all_experts(), training.optimizer,

@@ -18,6 +18,9 @@ struct WorkloadOptions {
 
 void build_workload(Plan& plan, const WorkloadOptions& options);
 
+// The dtype a recipe's precision runs its linear layers' GEMMs in (attention stays bf16/fp16).
+pp_dtype gemm_dtype(const pp_training& training);
+
 // Parameters of a uniform model's layer, of the embedding and of the output head (a layered
 // model's first kind; host/model/parameter_count.h counts every kind). Experts (MoE layers)
 // are counted apart: expert parallelism shards them, not the dense part.

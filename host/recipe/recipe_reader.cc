@@ -8,6 +8,7 @@
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
 #include "host/core/number_format.h"
+#include "host/model/precision_names.h"
 #include "host/recipe/model_presets.h"
 #include "host/recipe/input_file.h"
 #include "host/recipe/recipe_limits.h"
@@ -401,8 +402,7 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
     training.micro_batch = reader.integer("micro_batch", limits::kGlobalBatch).value_or(1);
     training.recompute = recompute_of(reader.choice("recompute", {"none", "selective", "full"}).value_or("none"));
   }
-  std::string precision = reader.choice("precision", {"bf16", "fp16", "fp8"}).value_or("bf16");
-  training.precision = precision == "fp16" ? PP_PRECISION_FP16 : precision == "fp8" ? PP_PRECISION_FP8 : PP_PRECISION_BF16;
+  training.precision = *precision_named(reader.choice("precision", precision_names()).value_or("bf16"));
   std::string optimizer = reader.choice("optimizer", {"adam", "sgd"}).value_or("adam");
   training.optimizer = optimizer == "sgd" ? PP_OPTIMIZER_SGD : PP_OPTIMIZER_ADAM;
   training.recompute_modules = read_recompute_modules(reader, *table, training, recipe.search);

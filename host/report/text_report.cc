@@ -55,6 +55,16 @@ std::string plain_number(double value) {
   return printf_text("%.4g%s", value, "");
 }
 
+// "<row>.<column>" where row is a number: a key of a section printed as a table.
+bool table_cell(const std::string& rest, std::string* row, std::string* column) {
+  const size_t dot = rest.find('.');
+  if (dot == std::string::npos || dot == 0 || rest.find('.', dot + 1) != std::string::npos) return false;
+  for (size_t i = 0; i < dot; ++i)
+    if (rest[i] < '0' || rest[i] > '9') return false;
+  *row = rest.substr(0, dot), *column = rest.substr(dot + 1);
+  return true;
+}
+
 }  // namespace
 
 std::string format_value(const std::string& key, const ResultValue& value) {
@@ -71,6 +81,43 @@ std::string format_value(const std::string& key, const ResultValue& value) {
   return plain_number(number);
 }
 
+// A section whose every key is "<section>.<number>.<column>" (the analytic executor's stages.*)
+// prints as a table, a row per number, the columns in the order they first appear.
+bool write_table(std::ostream& out, const ResultTree& results, const std::string& section) {
+  std::vector<std::string> rows, columns;
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& [key, value] : results.entries()) {
+    if (!key.starts_with(section + ".")) continue;
+    std::string row, column;
+    if (!table_cell(key.substr(section.size() + 1), &row, &column)) return false;
+    auto row_at = std::find(rows.begin(), rows.end(), row);
+    if (row_at == rows.end()) rows.push_back(row), cells.emplace_back(), row_at = rows.end() - 1;
+    auto column_at = std::find(columns.begin(), columns.end(), column);
+    if (column_at == columns.end()) columns.push_back(column), column_at = columns.end() - 1;
+    std::vector<std::string>& line = cells[static_cast<size_t>(row_at - rows.begin())];
+    line.resize(columns.size());
+    line[static_cast<size_t>(column_at - columns.begin())] = format_value(key, value);
+  }
+  if (rows.empty()) return false;
+  std::vector<size_t> widths(columns.size());
+  size_t row_width = section.size();
+  for (const std::string& row : rows) row_width = std::max(row_width, row.size());
+  for (size_t c = 0; c < columns.size(); ++c) {
+    widths[c] = columns[c].size();
+    for (std::vector<std::string>& line : cells) line.resize(columns.size()), widths[c] = std::max(widths[c], line[c].size());
+  }
+  out << "  " << std::left << std::setw(static_cast<int>(row_width)) << section;
+  for (size_t c = 0; c < columns.size(); ++c) out << "  " << std::setw(static_cast<int>(widths[c])) << columns[c];
+  out << "\n";
+  for (size_t r = 0; r < rows.size(); ++r) {
+    out << "  " << std::left << std::setw(static_cast<int>(row_width)) << rows[r];
+    for (size_t c = 0; c < columns.size(); ++c)
+      out << "  " << (c == 0 ? std::left : std::right) << std::setw(static_cast<int>(widths[c])) << cells[r][c];
+    out << std::left << "\n";
+  }
+  return true;
+}
+
 void write_text_report(std::ostream& out, const ResultTree& results) {
   // Sections in the order they first appear; a key set late still prints in its own section.
   std::vector<std::string> sections;
@@ -79,10 +126,13 @@ void write_text_report(std::ostream& out, const ResultTree& results) {
     size_t dot = key.find('.');
     std::string head = dot == std::string::npos ? "" : key.substr(0, dot);
     if (std::find(sections.begin(), sections.end(), head) == sections.end()) sections.push_back(head);
+    std::string row, column;
+    if (dot != std::string::npos && table_cell(key.substr(dot + 1), &row, &column)) continue;
     width = std::max(width, key.size() - (dot == std::string::npos ? 0 : dot + 1));
   }
   for (size_t i = 0; i < sections.size(); ++i) {
     out << (i ? "\n" : "") << sections[i] << "\n";
+    if (!sections[i].empty() && write_table(out, results, sections[i])) continue;
     for (const auto& [key, value] : results.entries()) {
       size_t dot = key.find('.');
       std::string head = dot == std::string::npos ? "" : key.substr(0, dot);

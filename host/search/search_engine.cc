@@ -186,7 +186,7 @@ class Worker {
     for (size_t level = 0; level < space.slots.size(); ++level) instances_[level].resize(space.slots[level].options.size());
     if (!prices_plans) return;  // compose_ranked: composing needs no executor
     const LoadedPlugin& plugin = catalog.require(settings.executor, PP_KIND_EXECUTOR);
-    require_layer_stack_reader(plugin, recipe.model.shape, "executor");
+    require_plan_reader(plugin, recipe, "executor");
     ParamValues params = ParamValues::bind(*plugin.metadata, executor_table(), "executor." + settings.executor, recipe.file);
     executor_ = std::make_unique<PluginInstance>(plugin, std::move(params), "executor '" + settings.executor + "'");
     const pp_executor_v1& functions = *plugin.metadata->executor;

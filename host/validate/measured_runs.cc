@@ -10,6 +10,7 @@
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
 #include "host/core/joined.h"
+#include "host/model/precision_names.h"
 #include "host/validate/csv_records.h"
 #include "host/recipe/input_file.h"
 
@@ -103,6 +104,25 @@ class RowReader {
     return value;
   }
 
+  // "a,b,c": names of lower-case letters and underscores; empty for a blank field.
+  std::vector<std::string> name_list(const std::string& column) const {
+    std::vector<std::string> names;
+    const std::string value = text(column);
+    std::istringstream items(value);
+    for (std::string item; std::getline(items, item, ',');) {
+      item = trimmed(item);
+      const bool name = !item.empty() && std::all_of(item.begin(), item.end(), [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; });
+      if (!name) fail(column, "'" + value + "' is not a comma-separated list of names");
+      names.push_back(item);
+    }
+    return names;
+  }
+
+  std::optional<double> optional_positive_number(const std::string& column) const {
+    if (text(column).empty()) return std::nullopt;
+    return positive_number(column);
+  }
+
   double positive_number(const std::string& column) const {
     const std::string value = required_text(column);
     double number = 0;
@@ -130,6 +150,7 @@ MeasuredRun read_run(const CsvRecord& record, const Header& header, const std::s
   run.line = record.line;
   run.id = row.required_text("id");
   run.source = row.text("source");
+  run.notes = row.text("notes");
 
   run.layers = row.required_integer("layers", 1);
   run.hidden = row.required_integer("hidden", 1);
@@ -137,17 +158,29 @@ MeasuredRun read_run(const CsvRecord& record, const Header& header, const std::s
   run.kv_heads = row.integer("kv_heads", 1);
   run.head_dim = row.integer("head_dim", 1);
   run.ffn_hidden = row.integer("ffn_hidden", 1);
-  run.ffn_type = row.choice("ffn_type", {"gelu", "swiglu"}).value_or("");
-  run.vocab = row.required_integer("vocab", 1);
+  run.ffn_type = row.choice("ffn_type", {"gelu", "swiglu", "squared_relu"}).value_or("");
+  run.vocab = row.integer("vocab", 1);
   run.seq_len = row.required_integer("seq_len", 1);
   run.moe_experts = row.integer("moe_experts", 0);
   run.moe_top_k = row.integer("moe_top_k", 1);
   run.moe_ffn_hidden = row.integer("moe_ffn_hidden", 1);
   run.moe_shared_experts = row.integer("moe_shared_experts", 0);
+  run.attention = row.choice("attention", {"mha", "gqa", "mla"}).value_or("");
+  run.layer_pattern = row.text("layer_pattern");
+  for (const std::string& column : layer_stack_columns()) {
+    const bool may_be_zero = column == "dense_layers" || column == "mtp_layers";
+    if (auto value = row.integer(column, may_be_zero ? 0 : 1)) run.layer_stack.emplace_back(column, *value);
+  }
 
   run.hardware = row.required_text("hardware");
-  if (names_profile_file(run.hardware))
-    run.hardware_path = (std::filesystem::absolute(file).parent_path() / run.hardware).lexically_normal().string();
+  const std::filesystem::path directory = std::filesystem::absolute(file).parent_path();
+  if (names_profile_file(run.hardware)) {
+    run.hardware_path = (directory / run.hardware).lexically_normal().string();
+  } else if (std::error_code missing; std::filesystem::is_regular_file(directory / (run.hardware + ".toml"), missing)) {
+    // A GPU no bundled profile describes, shipped as NAME.toml beside the CSV (modern.csv's
+    // h100-sxm-hbm2e-96gb-500w).
+    run.hardware_path = (directory / (run.hardware + ".toml")).lexically_normal().string();
+  }
   run.num_gpus = row.required_integer("num_gpus", 1);
   run.gpus_per_node = row.integer("gpus_per_node", 1);
 
@@ -159,15 +192,20 @@ MeasuredRun read_run(const CsvRecord& record, const Header& header, const std::s
   run.vpp = row.integer("vpp", 1);
   run.sequence_parallel = row.boolean("sequence_parallel");
   run.zero_stage = row.integer("zero_stage", 0, 3);
+  run.etp = row.integer("etp", 1);
+  run.fsdp = row.integer("fsdp", 1);
+  run.forced_balance = row.choice("moe_balance", {"forced"}).has_value();
 
   run.micro_batch = row.integer("micro_batch", 1);
   run.global_batch = row.required_integer("global_batch", 1);
   run.recompute = row.choice("recompute", {"none", "selective", "full"});
   row.required_text("precision");
-  run.precision = *row.choice("precision", {"fp16", "bf16", "fp8"});
+  run.precision = *row.choice("precision", precision_names());
   run.flash_attention = row.boolean("flash_attention");
   run.tp_comm_overlap = row.boolean("tp_comm_overlap");
   run.dp_comm_overlap = row.boolean("dp_comm_overlap");
+  run.recompute_modules = row.name_list("recompute_modules");
+  run.measured_memory_gib = row.optional_positive_number("measured_memory_gib");
 
   const std::vector<std::string> metrics = {metric_name(Metric::kIterationSeconds),
                                             metric_name(Metric::kTokensPerSecondPerGpu)};
@@ -201,7 +239,20 @@ const std::vector<std::string>& standard_columns() {
 }
 
 const std::vector<std::string>& optional_columns() {
-  static const std::vector<std::string> columns = {"flash_attention", "tp_comm_overlap", "dp_comm_overlap"};
+  static const std::vector<std::string> columns = [] {
+    std::vector<std::string> all = {"flash_attention", "tp_comm_overlap", "dp_comm_overlap", "attention", "layer_pattern",
+                                    "etp", "fsdp", "moe_balance", "recompute_modules", "measured_memory_gib"};
+    all.insert(all.end(), layer_stack_columns().begin(), layer_stack_columns().end());
+    return all;
+  }();
+  return columns;
+}
+
+const std::vector<std::string>& layer_stack_columns() {
+  static const std::vector<std::string> columns = {
+      "q_lora_rank",   "kv_lora_rank",  "qk_nope_head_dim", "qk_rope_head_dim",     "v_head_dim",
+      "dense_layers",  "moe_layer_freq", "moe_shared_ffn_hidden", "mtp_layers",   "sliding_window",
+      "full_attention_every", "mamba_heads", "mamba_head_dim", "mamba_state",     "mamba_groups"};
   return columns;
 }
 

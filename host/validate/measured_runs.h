@@ -3,7 +3,9 @@
 // The columns are those of recipes/validation/published.csv (their meanings: the MeasuredRun
 // fields below); every one must be in the header, in any order.
 // Optional columns that may follow: flash_attention, tp_comm_overlap, dp_comm_overlap (blank:
-// flash attention on, TP overlap off, DP overlap on). Every field is checked here, so a malformed
+// flash attention on, TP overlap off, DP overlap on), and modern.csv's (recipes/validation/
+// README.md): the layer stack, each column the [model] key of its name, etp, fsdp, moe_balance,
+// recompute_modules and measured_memory_gib. Every field is checked here, so a malformed
 // file fails before anything is evaluated, with "FILE:LINE: column 'tp': 'x' is not an integer
 // >= 1" (InputError, exit 3). Whether a well-formed row describes a plan that can run is decided
 // later, row by row (run_recipe.h).
@@ -13,6 +15,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace paraplan::host {
@@ -25,18 +28,24 @@ const char* metric_name(Metric metric);
 struct MeasuredRun {
   std::string file;  // the CSV as named on the command line
   size_t line = 0;   // where the row starts in it
-  std::string id, source;
+  std::string id, source, notes;
 
   // [model]
   int64_t layers = 0, hidden = 0, heads = 0;
   std::optional<int64_t> kv_heads, head_dim, ffn_hidden;
   std::string ffn_type;  // "" (the recipe's default), "gelu" or "swiglu"
-  int64_t vocab = 0, seq_len = 0;
+  std::optional<int64_t> vocab;  // blank: not published, and the row cannot be evaluated
+  int64_t seq_len = 0;
   std::optional<int64_t> moe_experts, moe_top_k, moe_ffn_hidden, moe_shared_experts;
+  // The layer stack (host/model/layer_stack.h): "" or the column's text, and the integer
+  // columns given, by name (layer_stack_columns()).
+  std::string attention, layer_pattern;
+  std::vector<std::pair<std::string, int64_t>> layer_stack;
+  bool layered() const { return !attention.empty() || !layer_pattern.empty() || !layer_stack.empty(); }
 
   // [cluster]
   std::string hardware;       // as written: a profile name or a profile file
-  std::string hardware_path;  // a profile file: absolute, resolved against the CSV's directory
+  std::string hardware_path;  // a profile file (the column names one, or NAME.toml lies beside the CSV): absolute
   int64_t num_gpus = 0;
   std::optional<int64_t> gpus_per_node;
 
@@ -45,13 +54,18 @@ struct MeasuredRun {
   std::optional<int64_t> vpp;
   std::optional<bool> sequence_parallel;
   std::optional<int64_t> zero_stage;
+  std::optional<int64_t> etp;   // Megatron-LM's --expert-tensor-parallel-size
+  std::optional<int64_t> fsdp;  // with zero_stage 3: ranks one shard group spans (the rest replicate)
+  bool forced_balance = false;  // moe_balance = forced: experts got a uniform share of tokens
 
   // [training]
   std::optional<int64_t> micro_batch;
   int64_t global_batch = 0;
   std::optional<std::string> recompute;  // none | selective | full
-  std::string precision;                 // fp16 | bf16 | fp8
+  std::string precision;                 // a name of host/model/precision_names.h
   std::optional<bool> flash_attention, tp_comm_overlap, dp_comm_overlap;
+  std::vector<std::string> recompute_modules;  // Megatron-LM's --recompute-modules
+  std::optional<double> measured_memory_gib;   // peak memory per GPU the source reports
 
   Metric metric = Metric::kIterationSeconds;
   double value = 0;  // the measured metric
@@ -64,6 +78,8 @@ struct MeasuredRun {
 // The header every file must have, in published.csv's order, and the optional columns.
 const std::vector<std::string>& standard_columns();
 const std::vector<std::string>& optional_columns();
+// The integer layer-stack columns, each a [model] key of the same name.
+const std::vector<std::string>& layer_stack_columns();
 
 // Every row of one CSV file. Throws InputError for a file that cannot be read, a header that
 // lacks a column or names an unknown one, a row of the wrong width, a malformed field, or an id

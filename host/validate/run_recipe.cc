@@ -7,6 +7,7 @@
 
 #include "host/core/errors.h"
 #include "host/recipe/recipe_reader.h"
+#include "paraplan/names.h"
 
 namespace paraplan::host {
 namespace {
@@ -40,6 +41,7 @@ int64_t saturating_product(std::initializer_list<int64_t> factors) {
 // Rows the bundled strategies cannot express, with the reason.
 void check_expressible(const MeasuredRun& run) {
   auto refuse = [&](const std::string& reason) { throw PlanError(run_recipe_name(run) + ": " + reason); };
+  if (!run.vocab) refuse("the vocabulary size is not published (column 'vocab' is blank)");
   const int64_t product = saturating_product({run.tp, run.pp, run.dp, run.cp});
   if (product != run.num_gpus)
     refuse("tp x pp x dp x cp = " + std::to_string(run.tp) + " x " + std::to_string(run.pp) + " x " +
@@ -50,6 +52,23 @@ void check_expressible(const MeasuredRun& run) {
            " (expert parallelism is carved out of data parallelism)");
   if (run.pp == 1 && run.vpp.value_or(1) > 1)
     refuse("vpp = " + std::to_string(*run.vpp) + " needs pipeline parallelism, but pp = 1");
+  // The experts are split by tp as the attention is (Megatron-LM's default, etp = tp); an expert
+  // tensor-parallel degree of its own would be priced as if it were tp's.
+  if (run.etp && run.ep > 1 && *run.etp != run.tp)
+    refuse("etp = " + std::to_string(*run.etp) + " differs from tp = " + std::to_string(run.tp) +
+           ": expert tensor parallelism apart from tp is not modelled yet");
+  if (run.fsdp) {
+    if (run.zero_stage != 3) refuse("fsdp = " + std::to_string(*run.fsdp) + " is a shard group of ZeRO-3, but zero_stage is not 3");
+    if (run.dp % *run.fsdp != 0)
+      refuse("fsdp = " + std::to_string(*run.fsdp) + " does not divide dp = " + std::to_string(run.dp));
+  }
+}
+
+// TOML array of strings.
+std::string string_array(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (const std::string& item : items) out += (out.size() > 1 ? ", " : "") + quoted(item);
+  return out + "]";
 }
 
 // TOML text written key by key; an absent optional writes nothing (the search's default).
@@ -100,18 +119,24 @@ std::string run_recipe_text(const MeasuredRun& run) {
   recipe.optional_integer("head_dim", run.head_dim);
   recipe.optional_integer("ffn_hidden", run.ffn_hidden);
   if (!run.ffn_type.empty()) recipe.string("ffn_type", run.ffn_type);
-  recipe.integer("vocab", run.vocab);
+  recipe.integer("vocab", *run.vocab);
   recipe.integer("seq_len", run.seq_len);
   recipe.optional_integer("moe_experts", run.moe_experts);
   recipe.optional_integer("moe_top_k", run.moe_top_k);
   recipe.optional_integer("moe_ffn_hidden", run.moe_ffn_hidden);
   recipe.optional_integer("moe_shared_experts", run.moe_shared_experts);
+  if (!run.attention.empty()) recipe.string("attention", run.attention);
+  if (!run.layer_pattern.empty()) recipe.string("layer_pattern", run.layer_pattern);
+  for (const auto& [key, value] : run.layer_stack) recipe.integer(key.c_str(), value);
+  // Published runs of these families train without dropout (their configs' hidden_dropout 0).
+  if (run.layered()) recipe.raw("dropout", "0.0");
 
   recipe.table("[training]");
   recipe.integer("global_batch", run.global_batch);
   recipe.optional_integer("micro_batch", run.micro_batch);  // blank: searched
   recipe.optional_string("recompute", run.recompute);       // blank: searched
   recipe.string("precision", run.precision);
+  if (!run.recompute_modules.empty()) recipe.raw("recompute_modules", string_array(run.recompute_modules));
   if (run.flash_attention == false) recipe.boolean("flash_attention", false);
 
   recipe.table("[cluster]");
@@ -142,7 +167,8 @@ std::string run_recipe_text(const MeasuredRun& run) {
     recipe.strategy("pp");
     recipe.integer("degree", run.pp);
     // Layer counts pp does not divide are split as Megatron-LM's uneven first and last stages are
-    // (Llama 3 405B: 7, 8 x 14, 7); a count it divides is split evenly either way.
+    // (Llama 3 405B: 7, 8 x 14, 7); a count it divides is split evenly either way. Layers of
+    // several kinds are split by their cost, the ends weighing a layer each.
     recipe.boolean("trim_ends", true);
     if (!run.vpp) {
       recipe.raw("schedule", "[\"1f1b\", \"interleaved-1f1b\"]");  // and virtual_stages: the plugin's cases
@@ -156,6 +182,15 @@ std::string run_recipe_text(const MeasuredRun& run) {
   if (run.ep > 1) {
     recipe.strategy("ep");
     recipe.integer("degree", run.ep);
+  }
+  if (run.fsdp && *run.fsdp < run.dp) {
+    // ZeRO-3 inside groups of `fsdp` ranks, replicated across them (FSDP's HYBRID_SHARD).
+    recipe.strategy(PP_STRATEGY_HSDP);
+    recipe.integer("degree", run.dp);
+    recipe.integer("shard_group", *run.fsdp);
+    recipe.integer("stage", 3);
+    if (run.dp_comm_overlap == false) recipe.boolean("overlap", false);
+    return recipe.str();
   }
   recipe.strategy("fsdp");
   recipe.integer("degree", run.dp);

@@ -25,6 +25,10 @@ expect "good recipe" 0 '' -- evaluate "$recipes/llama2-7b-fsdp-64xh100.toml"
 expect "unknown command" 2 "unknown command 'evaluat'.*did you mean 'evaluate'" -- evaluat
 expect "unknown option" 2 "unrecognised option|unknown option" -- evaluate --frobnicate "$recipes/llama2-7b-fsdp-64xh100.toml"
 expect "missing file" 3 "nope.toml: cannot open file" -- evaluate "$scratch/nope.toml"
+expect "a precision the GPU lacks" 3 "training.precision 'nvfp4': hardware 'h100-sxm' has no nvfp4 tensor cores" -- \
+  evaluate "$recipes/llama2-7b-fsdp-64xh100.toml" --set training.precision=nvfp4
+expect "a block-scaled precision the GPU has" 0 '' -- \
+  evaluate "$recipes/llama2-7b-fsdp-64xh100.toml" --set training.precision=mxfp8 --set cluster.hardware=b200
 expect "malformed TOML" 3 "malformed.toml:3:11: " -- evaluate "$data/bad/malformed.toml"
 expect "unknown key" 3 "unknown_key.toml:6:1: training.micro_bach: unknown key \(did you mean 'micro_batch'\?\)" -- evaluate "$data/bad/unknown_key.toml"
 expect "out of range" 3 "schema_error.toml:13:9: strategy\[0\].stage: 5 is out of range \[0, 3\]" -- evaluate "$data/bad/schema_error.toml"

@@ -41,7 +41,7 @@ expect "zoo: search still works" 0 '' -- search "$small" --top 2 --brief --threa
 expect_output "zoo: search ranks plans" "^ +1 "
 
 # Misbehaviour in calls, in plugins that load: each named one fails with its own clear reason.
-expect "zoo: out-of-range plan edits" 3 "strategy\[1\] 'zoo_bad_edits': the host refused a plan edit: insert_op: op 'zoo_gemm' has dtype 100000000, not 0-4" -- \
+expect "zoo: out-of-range plan edits" 3 "strategy\[1\] 'zoo_bad_edits': the host refused a plan edit: insert_op: op 'zoo_gemm' has dtype 100000000, not 0-6" -- \
   evaluate "$small" --set strategy.zoo_bad_edits.degree=1 --plugin-path "$zoo"
 expect "zoo: an exception through the C ABI" 3 "'zoo_throws': the plugin let a C\+\+ exception escape through the C ABI" -- \
   evaluate "$small" --set strategy.zoo_throws.degree=1 --plugin-path "$zoo"

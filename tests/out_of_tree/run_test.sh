@@ -10,6 +10,8 @@
 #   5. check that `paraplan plugins describe cpu_offload` shows its parameters
 #   6. evaluate a recipe that uses it: optimizer state leaves the GPU, the transfer costs time
 #   7. search: its declared knob is searched (three options: without it, 256 MiB, 1024 MiB)
+#   8. the same plugin built against the previous SDK minor's headers (tests/abi/1.5) loads as
+#      ABI 1.5 and runs on a model of several kinds of layer (SDK 1.6's layer stack)
 set -euo pipefail
 
 if [[ $# -ne 2 ]]; then
@@ -171,6 +173,55 @@ for entry in with_plugin["top"]:
             buffers.add(strategy["pinned_buffer_mb"])
 if buffers != {"256", "1024"}:
     sys.exit("ranked cpu_offload settings: %r" % sorted(buffers))
+PYTHON
+
+echo "out_of_tree: 8. built against SDK 1.5, run on a layered model"
+previous_build=$scratch/build_1_5
+run_logged "$scratch/configure_1_5.log" "configuring the plugin against the 1.5 headers failed" \
+  cmake -S "$source_dir" -B "$previous_build" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCPU_OFFLOAD_SDK_HEADERS="$source_dir/../abi/1.5/include"
+run_logged "$scratch/build_1_5.log" "building the plugin against the 1.5 headers failed" \
+  cmake --build "$previous_build"
+PARAPLAN_PLUGIN_PATH=$previous_build "$paraplan" plugins list --json >"$scratch/list_1_5.json" 2>"$scratch/list_1_5.stderr" ||
+  { cat "$scratch/list_1_5.stderr" >&2; fail "'paraplan plugins list' with the 1.5 plugin failed"; }
+cat >"$scratch/layered.toml" <<'TOML'
+[model]
+preset = "deepseek-v3"
+layers = 8
+seq_len = 1024
+[training]
+global_batch = 16
+[cluster]
+hardware = "b300"
+num_gpus = 16
+[[strategy]]
+name = "pp"
+degree = 2
+[[strategy]]
+name = "ep"
+degree = 8
+[[strategy]]
+name = "cpu_offload"
+TOML
+if ! PARAPLAN_PLUGIN_PATH=$previous_build "$paraplan" evaluate "$scratch/layered.toml" --json \
+  >"$scratch/layered.json" 2>"$scratch/layered.stderr"; then
+  cat "$scratch/layered.stderr" >&2
+  fail "'paraplan evaluate' of a layered model with the 1.5 plugin failed"
+fi
+python3 - "$scratch/list_1_5.json" "$scratch/layered.json" <<'PYTHON' || fail "the 1.5 plugin did not run on the layered model"
+import json, sys
+listing, report = (json.load(open(path)) for path in sys.argv[1:])
+found = [p for p in listing["plugins"] if p["name"] == "cpu_offload"]
+if not found or found[0].get("abi") != "1.5":
+    sys.exit("cpu_offload is not listed as ABI 1.5: %r" % found)
+if "mla+dense" not in report["plan"]["layer_kinds"] or "mla+moe" not in report["plan"]["layer_kinds"]:
+    sys.exit("the model is not layered: %r" % report["plan"].get("layer_kinds"))
+# Every kind's optimizer state left the GPU, on both stages.
+for stage, row in report["stages"].items():
+    if row["optimizer_bytes"] != 0:
+        sys.exit("stage %s keeps optimizer state: %r" % (stage, row))
+if report["memory"]["optimizer_bytes"] != 0:
+    sys.exit("optimizer state still on the GPU: %r" % report["memory"]["optimizer_bytes"])
 PYTHON
 
 echo "out_of_tree: all checks passed"

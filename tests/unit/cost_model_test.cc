@@ -86,6 +86,26 @@ TEST(GemmTime, Fp8GemmsHaveTheirOwnPlateau) {
   EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_BF16), flops / (1000e12 * 0.8 * flops / (flops + 1e11)));
 }
 
+TEST(GemmTime, BlockScaledFormatsRunAtTheirOwnPeaksOnTheFp8Plateau) {
+  // MXFP8 at 2000 and NVFP4 at 4000 TFLOP/s, both on the FP8 plateau 0.6; F_half scales with
+  // peak x plateau from the bf16 curve's t0 = 125 ns: 1.5e11 and 3e11.
+  pp_hardware_profile profile = two_tier_profile();
+  profile.gemm_efficiency_max_fp8 = 0.6;
+  profile.peak_flops_mxfp8 = 2000e12;
+  profile.peak_flops_nvfp4 = 4000e12;
+  const double m = 8192, n = 8192, k = 8192, flops = 2 * m * n * k;
+  EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_MXFP8), flops / (2000e12 * 0.6 * flops / (flops + 1.5e11)));
+  EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_NVFP4), flops / (4000e12 * 0.6 * flops / (flops + 3e11)));
+  // Operands carry their scales: a vector-matrix product is bound by (k + kn + n) x bytes.
+  profile.gemm_half_efficiency_flops = 0;
+  EXPECT_DOUBLE_EQ(default_gemm_time(profile, 1, 1e6, 1024, PP_DTYPE_NVFP4),
+                   (1024 + 1024 * 1e6 + 1e6) * (0.5 + 1.0 / 16) / 3e12);
+  // A profile that ends before the 1.6 fields (an older plugin's) has no such tensor cores.
+  profile.struct_size = offsetof(pp_hardware_profile, peak_flops_mxfp8);
+  EXPECT_THROW(peak_flops(profile, PP_DTYPE_MXFP8), ConstraintError);
+  EXPECT_THROW(peak_flops(profile, PP_DTYPE_NVFP4), ConstraintError);
+}
+
 TEST(GemmTime, TinyGemmIsBoundByMemory) {
   pp_hardware_profile profile = two_tier_profile();
   profile.gemm_half_efficiency_flops = 0;  // no launch penalty: only the roofline remains

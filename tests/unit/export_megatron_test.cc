@@ -36,7 +36,7 @@ const std::set<std::string> kMegatronFlags = {
     // _add_mixed_precision_args
     "--fp16", "--bf16",
     // _add_transformer_engine_args
-    "--fp8-format",
+    "--fp8-format", "--fp8-recipe", "--fp4-format", "--fp4-recipe",
     // _add_distributed_args
     "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--decoder-first-pipeline-num-layers",
     "--decoder-last-pipeline-num-layers", "--num-layers-per-virtual-pipeline-stage",
@@ -334,6 +334,20 @@ TEST(ExportMegatron, ExporterParametersAndPrecision) {
   EXPECT_TRUE(has(exported.script, "--bf16"));
   EXPECT_EQ(value(exported.script, "--fp8-format"), "hybrid");
   EXPECT_FALSE(has(exported.script, "--recompute-granularity"));
+}
+
+// Megatron-LM's block-scaled recipes (arguments.py, _add_transformer_engine_args): MXFP8 takes
+// E4M3 elements (--fp8-recipe mxfp8), NVFP4 its own switch (--fp4-format e2m1, --fp4-recipe nvfp4).
+TEST(ExportMegatron, BlockScaledPrecisions) {
+  const Export mxfp8 = export_file("recipes/scenarios/seed7-llama3-405b-256xb200.toml", {"training.precision=mxfp8"});
+  EXPECT_TRUE(has(mxfp8.script, "--bf16"));
+  EXPECT_EQ(value(mxfp8.script, "--fp8-format"), "e4m3");
+  EXPECT_EQ(value(mxfp8.script, "--fp8-recipe"), "mxfp8");
+  EXPECT_FALSE(has(mxfp8.script, "--fp4-format"));
+  const Export nvfp4 = export_file("recipes/scenarios/seed7-llama3-405b-256xb200.toml", {"training.precision=nvfp4"});
+  EXPECT_EQ(value(nvfp4.script, "--fp4-format"), "e2m1");
+  EXPECT_EQ(value(nvfp4.script, "--fp4-recipe"), "nvfp4");
+  EXPECT_FALSE(has(nvfp4.script, "--fp8-format"));
 }
 
 }  // namespace

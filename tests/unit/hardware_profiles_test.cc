@@ -29,6 +29,33 @@ pp_hardware_profile describe(const std::string& name) {
   return profile;
 }
 
+// The block-scaled formats, dense TFLOP/s per GPU, from the sheets' per-board or per-rack
+// figures: Blackwell runs MXFP8 at its FP8 rate (HGX B200 72 PFLOP/s sparse per 8 GPUs, GB200
+// NVL72 720 per 72) and NVFP4 at FP4's (HGX B200 144 sparse; GB200 NVL72 1,440 sparse; HGX B300
+// 108 dense per 8; GB300 NVL72 1,080 dense per 72). Hopper, Ampere and CDNA3 have neither.
+struct BlockScaledPeaks {
+  const char* name;
+  double mxfp8_tflops, nvfp4_tflops;
+};
+const BlockScaledPeaks kBlockScaled[] = {
+    {"b200", 72e3 / 8 / 2, 144e3 / 8 / 2},          {"gb200-nvl72", 720e3 / 72 / 2, 1440e3 / 72 / 2},
+    {"b300", 72e3 / 8 / 2, 108e3 / 8},              {"gb300-nvl72", 720e3 / 72 / 2, 1080e3 / 72},
+    {"h100-sxm", 0, 0}, {"h800-sxm", 0, 0}, {"h200-sxm", 0, 0}, {"a100-sxm-80g", 0, 0}, {"mi300x", 0, 0},
+};
+
+TEST(HardwareProfiles, BlockScaledPeaksMatchTheirDatasheets) {
+  for (const BlockScaledPeaks& sheet : kBlockScaled) {
+    SCOPED_TRACE(sheet.name);
+    const pp_hardware_profile profile = describe(sheet.name);
+    EXPECT_NEAR(profile.peak_flops_mxfp8, sheet.mxfp8_tflops * 1e12, 1e9);
+    EXPECT_NEAR(profile.peak_flops_nvfp4, sheet.nvfp4_tflops * 1e12, 1e9);
+    if (sheet.nvfp4_tflops == 0) {
+      EXPECT_THROW(cost::peak_flops(profile, PP_DTYPE_NVFP4), ConstraintError);
+      EXPECT_THROW(cost::peak_flops(profile, PP_DTYPE_MXFP8), ConstraintError);
+    }
+  }
+}
+
 TEST(HardwareProfiles, MatchTheirDatasheets) {
   for (const Datasheet& sheet : kDatasheets) {
     SCOPED_TRACE(sheet.name);

@@ -373,5 +373,108 @@ TEST(LayerStack, DeepSeekV3FitsOnItsPublishedLayout) {
   EXPECT_LT(trained.number("memory.activations_bytes"), kept.number("memory.activations_bytes"));
 }
 
+// The rank programs (simulate, MPI, Chakra) walk each layer's own kind: its ops and its
+// activations. Without overlap the simulator runs the same per-kind work as the analytic model
+// (compute time equal), holds the same memory, and differs in the step only by how the
+// pipeline's fill and drain are counted (closed form vs the schedule run: 1.2 % on a uniform
+// Llama 3 8B at this setting), on stages that hold different mixes of kinds.
+TEST(LayerStack, RankProgramsRunEachLayersOwnKind) {
+  for (const char* preset : {"nemotron-3-nano", "gpt-oss-20b"}) {
+    SCOPED_TRACE(preset);
+    const std::string recipe = std::string("[model]\npreset = \"") + preset +
+                               "\"\nseq_len = 4096\n[training]\nglobal_batch = 128\nrecompute = \"selective\"\n"
+                               "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 8\n"
+                               "[[strategy]]\nname = \"pp\"\ndegree = 4\n"
+                               "[[strategy]]\nname = \"fsdp\"\nstage = 1\noverlap = false\n";
+    const test::Evaluated analytic = test::evaluate_recipe(recipe, "analytic");
+    const test::Evaluated simulated = test::evaluate_recipe(recipe, "simulate");
+    const paraplan::PlanView view(simulated.composed.plan->view());
+    ASSERT_GT(view.raw().layer_kind_count, 1u);
+    EXPECT_NEAR(simulated.number("time.compute_s") / analytic.number("time.compute_s"), 1.0, 1e-9);
+    EXPECT_NEAR(simulated.number("memory.per_gpu_bytes") / analytic.number("memory.per_gpu_bytes"), 1.0, 1e-9);
+    EXPECT_NEAR(simulated.number("time.step_s") / analytic.number("time.step_s"), 1.0, 0.03);
+  }
+}
+
+// The per-stage memory table of the three scenarios docs/cost-model.md works by hand ("Memory
+// per stage, by hand"): the same formulas, written out again here from the models' configs.
+TEST(LayerStack, PerStageMemoryIsTheHandCalculation) {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  auto scenario = [](const char* name) {
+    return test::evaluate_file(std::string(PARAPLAN_RECIPES_DIR) + "/scenarios/" + name, "analytic");
+  };
+  auto expect_stage = [](const test::Evaluated& run, int stage, double replicated, double routed, double dp, double edp,
+                         double activations) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    const std::string key = "stages." + std::to_string(stage) + ".";
+    const double parameters = replicated + routed;
+    EXPECT_NEAR(run.number(key + "parameters_bytes"), 2 * parameters, 1.0);
+    EXPECT_NEAR(run.number(key + "gradients_bytes"), 4 * parameters, 1.0);
+    EXPECT_NEAR(run.number(key + "optimizer_bytes"), 12 * replicated / dp + 12 * routed / edp, 1.0);
+    EXPECT_NEAR(run.number(key + "activations_bytes"), activations, activations * 1e-9);
+    EXPECT_NEAR(run.number(key + "other_bytes"), kGiB, 1.0);
+    EXPECT_NEAR(run.number(key + "per_gpu_bytes"), 18 * parameters - 12 * replicated * (1 - 1 / dp) -
+                                                       12 * routed * (1 - 1 / edp) + activations + kGiB,
+                1e3);
+  };
+  {  // DeepSeek-V3, stage 1 of 16: 4 MoE layers, FP8, mla_up_proj + layernorm + moe_act recomputed.
+    const double h = 7168, a = 128, q_lora = 1536, kv_lora = 512, nope = 128, rope = 64, v = 128, tokens = 4096;
+    const double per_layer = mla(h, a, q_lora, kv_lora, nope, rope, v) + 2 * h + h * 256 + swiglu(h, 2048);
+    const double routed = 256 * swiglu(h, 2048) / 64;
+    const double kept = 2 * h + 2 * (q_lora + kv_lora) + 2 * rope + 1 * a * v + 2 * h + 4 * 256 + 1 * 9 * h + 2 * 2 * 9 * 2048;
+    expect_stage(scenario("deepseek-v3-2048xh800.toml"), 1, 4 * per_layer, 4 * routed, 128, 2, kept * tokens * 4 * 15);
+  }
+  {  // GPT-OSS-120B, stage 0 of 4: the embedding and 9 layers, bf16, layernorm + moe_act recomputed.
+    const double h = 2880, q = 64 * 64, kv = 8 * 64, tokens = 4096, vocab = 201088;
+    const double per_layer = gqa(h, 64, 8, 64) + 2 * h + h * 128;
+    const double kept = 2 * h + 2 * q + 2 * 2 * kv + 2 * q + 2 * h + 4 * 128 + 2 * 4 * h + 2 * 2 * 4 * 2880;
+    expect_stage(scenario("gpt-oss-120b-64xh100.toml"), 0, 9 * per_layer + vocab * h, 9 * 128 * swiglu(h, 2880) / 8, 16,
+                 2, kept * tokens * 9 * 4);
+  }
+  {  // Nemotron 3 Nano, one stage on 8 B300: MXFP8, micro-batch 4, nothing recomputed.
+    const double h = 2688, D = 64 * 64, H = 64, N = 128, G = 8, E = 128, vocab = 131072, tokens = 4 * 8192;
+    const double g = 1 + 1.0 / 32, q = 32 * 128, kv = 2 * 128;
+    const double mamba = h * (2 * D + 2 * G * N + H) + (D + 2 * G * N) * 5 + 3 * H + D + D * h + h;
+    const double moe_dense = h * E + h + 2 * h * 3712, routed = E * 2 * h * 1856 / 8;
+    const double attention = gqa(h, 32, 2, 128) + h;
+    const double kept_mamba = 2 * h + g * h + 2 * (2 * D + 2 * G * N + H) + 2 * (D + 2 * G * N) + 4 * H * 64 * N / 128 +
+                              2 * D + g * D;
+    const double kept_moe = 2 * h + g * h + 4 * E + g * 8 * h + (2 + g) * 8 * 1856;
+    const double kept_attention = 2 * h + g * h + 2 * q + 4 * kv + g * q;
+    const double activations = (23 * kept_mamba + 23 * kept_moe + 6 * kept_attention + 4 * vocab) * tokens;
+    expect_stage(scenario("nemotron-3-nano-8xb300.toml"), 0, 23 * mamba + 23 * moe_dense + 6 * attention + 2 * vocab * h + h,
+                 23 * routed, 8, 1, activations);
+  }
+}
+
+// cost::layer_flops_per_token (what MFU and the pipeline's cost split count) and the workload's
+// ops (what the executors price) are written apart; per kind of layer they must agree: every
+// forward GEMM and attention core of one layer, per token.
+TEST(LayerStack, ModelFlopsPerKindAreTheWorkloadsForwardOps) {
+  for (const char* preset : {"deepseek-v3", "gpt-oss-20b", "nemotron-3-nano", "qwen3-30b-a3b", "llama4-maverick"}) {
+    SCOPED_TRACE(preset);
+    const test::Evaluated run = test::evaluate_recipe(
+        std::string("[model]\npreset = \"") + preset + "\"\nseq_len = 2048\n[training]\nglobal_batch = 1\n"
+        "[cluster]\nhardware = \"b300\"\nnum_gpus = 1\n");
+    const paraplan::PlanView view(run.composed.plan->view());
+    const paraplan::LayerKinds kinds = view.layer_kinds();
+    std::vector<double> forward(kinds.size(), 0.0);
+    const auto ops = view.ops();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const pp_op& op = ops[i];
+      if (op.scope != PP_SCOPE_LAYER || op.phase != PP_PHASE_FORWARD) continue;
+      if (op.kind != PP_OP_GEMM && op.kind != PP_OP_ATTENTION) continue;
+      const uint32_t kind = view.op_layer_kind(i);
+      for (uint32_t k = 0; k < kinds.size(); ++k)
+        if (kind == k || kind == PP_EVERY_LAYER_KIND) forward[k] += op.flops;  // flops: every instance
+    }
+    const double tokens = 2048;  // one micro-batch of one sequence
+    for (uint32_t k = 0; k < kinds.size(); ++k) {
+      SCOPED_TRACE(kinds[k].name);
+      EXPECT_NEAR(forward[k] / tokens / cost::layer_flops_per_token(kinds[k], view.model()), 1.0, 1e-9);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace paraplan::host

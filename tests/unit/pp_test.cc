@@ -120,7 +120,13 @@ TEST(PipelineParallel, InterleavingLetsALightenedEndStageHoldUnequalChunks) {
             16, 16, "degree = 16\nschedule = \"interleaved-1f1b\"\nvirtual_stages = 3\ntrim_ends = true\n", 126));
       },
       {"virtual_stages = 3 must divide the layers of every stage", "stage 1 has 8"});
-  // And a lightened end stage at least one layer per chunk: 1 layer cannot make 2 chunks.
+  // Megatron-Bridge's Llama 3.1 405B on 16 x 8 virtual stages: (126 + 2) / 128 = 1 slot each, the
+  // embedding and the loss taking one on the first and the last (7 layers over 8 chunks).
+  test::Evaluated bridge = test::evaluate_recipe(small_recipe(
+      16, 16, "degree = 16\nschedule = \"interleaved-1f1b\"\nvirtual_stages = 8\ntrim_ends = true\n", 126));
+  EXPECT_EQ(stage_layers(bridge), expected);
+  EXPECT_DOUBLE_EQ(bridge.number("pipeline.bubble_fraction"), 15.0 / (8 * 16));
+  // And otherwise a lightened end stage at least one layer per chunk: 1 layer cannot make 2 chunks.
   expect_error<PlanError>(
       [] {
         test::evaluate_recipe(small_recipe(

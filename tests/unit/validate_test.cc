@@ -226,7 +226,7 @@ TEST(ValidateCsv, MalformedFilesNameFileLineAndColumn) {
       {{"sequence_parallel", "yes"}, "bad.csv:3: column 'sequence_parallel': 'yes' is not true or false"},
       {{"recompute", "selectiv"},
        "bad.csv:3: column 'recompute': 'selectiv' is not one of none|selective|full (did you mean 'selective'?)"},
-      {{"precision", "fp32"}, "bad.csv:3: column 'precision': 'fp32' is not one of fp16|bf16|fp8"},
+      {{"precision", "fp32"}, "bad.csv:3: column 'precision': 'fp32' is not one of bf16|fp16|fp8|mxfp8|nvfp4"},
       {{"metric", "step_s"}, "bad.csv:3: column 'metric': 'step_s' is not one of iteration_s|tokens_per_s_per_gpu"},
       {{"value", "-2"}, "bad.csv:3: column 'value': '-2' is not a positive number"},
       {{"value", "fast"}, "bad.csv:3: column 'value': 'fast' is not a positive number"},

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "test_support.h"
 
@@ -145,6 +146,33 @@ TEST(MemoryBoundKernels, Fp8CastsEveryGemmInputAndOutputGradient) {
   EXPECT_EQ(memory_op(*bf16, "fp8_cast_seq").forward, 0);
 }
 
+TEST(MemoryBoundKernels, BlockScaledCastsCarryTheirScales) {
+  // The same tensors as FP8's casts; each element read as 2 bytes and written as a row-wise and
+  // a column-wise copy with its scales. MXFP8: 1 byte + an E8M0 scale per 32, 2 + 2 x 33/32.
+  // NVFP4: half a byte + an E4M3 scale per 16, 2 + 2 x 9/16, plus a 2-byte read for the
+  // per-tensor amax. GEMMs run in their own dtype; attention stays bf16.
+  const double T = 2048.0 * 2, h = 4096;
+  for (const auto& [precision, cast_bytes, dtype] :
+       {std::tuple{PP_PRECISION_MXFP8, 2.0 + 2.0 * 33.0 / 32.0, PP_DTYPE_MXFP8},
+        std::tuple{PP_PRECISION_NVFP4, 4.0 + 2.0 * 9.0 / 16.0, PP_DTYPE_NVFP4}}) {
+    SCOPED_TRACE(static_cast<int>(precision));
+    pp_training low = training(2, PP_RECOMPUTE_NONE);
+    low.precision = precision;
+    auto plan = build(gpt(2, 4096, 32, 32000, 2048), low, true);
+    const MemoryOp seq = memory_op(*plan, "fp8_cast_seq"), tensor = memory_op(*plan, "fp8_cast_tensor");
+    EXPECT_DOUBLE_EQ(seq.forward, cast_bytes * T * 2 * h);
+    EXPECT_DOUBLE_EQ(tensor.backward, cast_bytes * T * (3 * h + 4 * h));
+    for (const pp_op& op : plan->op_list()) {
+      if (op.kind == PP_OP_GEMM && op.scope == PP_SCOPE_LAYER) {
+        EXPECT_EQ(op.dtype, dtype) << op.name;
+      }
+      if (op.kind == PP_OP_ATTENTION) {
+        EXPECT_EQ(op.dtype, PP_DTYPE_BF16);
+      }
+    }
+  }
+}
+
 TEST(Activations, KorthikantiWithoutParallelism) {
   // s·b·h·(34 + 5·a·s/h) bytes per layer (Korthikanti et al. 2022, eq. 1), no flash attention.
   const double s = 2048, b = 4, h = 4096, a = 32;
@@ -165,6 +193,17 @@ TEST(Activations, Fp8KeepsTheGemmInputsAsOneByteCasts) {
   fp8.precision = PP_PRECISION_FP8;
   auto plan = build(gpt(8, 4096, 32, 51200, 2048), fp8, /*flash=*/true);
   EXPECT_DOUBLE_EQ(layer_activation_bytes(*plan), 2048.0 * 4 * 4096 * 27.0);
+}
+
+TEST(Activations, BlockScaledFormatsKeepTheGemmInputsWithTheirScales) {
+  // FP8's 27·s·b·h with the 7 of it that are GEMM-input casts (1 + 1 + 1 + 4 bytes per h, see
+  // above) at 1 + 1/32 bytes (MXFP8) and 0.5 + 1/16 (NVFP4) instead of 1: 20 + 7 x bytes.
+  const double sbh = 2048.0 * 4 * 4096;
+  pp_training low = training(4, PP_RECOMPUTE_NONE);
+  low.precision = PP_PRECISION_MXFP8;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(*build(gpt(8, 4096, 32, 51200, 2048), low, true)), sbh * (20.0 + 7.0 * 33.0 / 32.0));
+  low.precision = PP_PRECISION_NVFP4;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(*build(gpt(8, 4096, 32, 51200, 2048), low, true)), sbh * (20.0 + 7.0 * 9.0 / 16.0));
 }
 
 TEST(Activations, SelectiveRecomputeDropsTheScoresFullRecomputeKeepsTheInput) {

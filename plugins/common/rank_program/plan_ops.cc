@@ -40,19 +40,43 @@ OpTable sort_ops(const paraplan::PlanView& plan, const pp_hardware_binding_v1& h
 }
 
 std::vector<std::vector<int64_t>> chunk_layers(const paraplan::PlanView& plan, int64_t chunks) {
-  // Rank programs run every layer's ops alike; a stack of several kinds would need each layer's
-  // own (not walked yet: refused rather than run as if every layer were the first kind).
-  if (plan.raw().layer_kind_count > 1)
-    throw paraplan::Error(PP_ERROR_UNSUPPORTED, "the model has " + std::to_string(plan.raw().layer_kind_count) +
-                                                    " kinds of layer; rank programs walk uniform models only so far");
   std::vector<std::vector<int64_t>> layers;
-  for (const pp_stage& stage : plan.stages()) {
+  for (size_t stage = 0; stage < plan.stages().size(); ++stage) {
     std::vector<int64_t> split;
     for (int64_t chunk = 0; chunk < chunks; ++chunk)
-      split.push_back(stage.layers / chunks + (chunk < stage.layers % chunks ? 1 : 0));
+      split.push_back(plan.layers_on_chunk(stage, static_cast<size_t>(chunk), PP_EVERY_LAYER_KIND));
     layers.push_back(split);
   }
   return layers;
+}
+
+std::vector<uint32_t> layer_kinds_in_order(const paraplan::PlanView& plan,
+                                           const std::vector<std::vector<int64_t>>& chunk_layers) {
+  const pp_model& model = plan.model();
+  const paraplan::LayerKinds kinds(model);
+  const size_t p = plan.stages().size(), chunks = p > 0 ? chunk_layers[0].size() : 0;
+  std::vector<uint32_t> order;
+  for (size_t virtual_stage = 0; virtual_stage < p * chunks; ++virtual_stage) {
+    const size_t stage = virtual_stage % p, chunk = virtual_stage / p;
+    std::vector<int64_t> held(kinds.size(), 0);
+    for (int64_t i = 0; i < chunk_layers[stage][chunk]; ++i) {
+      const int64_t layer = static_cast<int64_t>(order.size());
+      if (layer >= model.layer_sequence_length)
+        throw paraplan::Error(PP_ERROR_INVALID_ARGUMENT, "the plan's stages hold more layers than the model's " +
+                                                             std::to_string(model.layer_sequence_length));
+      const uint32_t kind = kinds.kind_of_layer(layer);
+      order.push_back(kind);
+      ++held[kind];
+    }
+    // Stages hold layers in model order: each chunk's kinds are those of its run of layers.
+    for (uint32_t kind = 0; kind < kinds.size(); ++kind)
+      if (held[kind] != plan.layers_on_chunk(stage, chunk, kind))
+        throw paraplan::Error(PP_ERROR_UNSUPPORTED, "virtual stage " + std::to_string(virtual_stage) + " holds " +
+                                                        std::to_string(plan.layers_on_chunk(stage, chunk, kind)) +
+                                                        " layers of kind " + std::to_string(kind) +
+                                                        ", not the model's layers in order; rank programs run layers in model order");
+  }
+  return order;
 }
 
 std::vector<std::vector<pp_schedule_step>> steps_by_stage(const paraplan::PlanView& plan) {

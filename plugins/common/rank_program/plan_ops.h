@@ -58,9 +58,13 @@ struct OpTable {
 
 OpTable sort_ops(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware);
 
-// Layers of each chunk of each stage: the stage's layers split evenly, the first chunks taking
-// the remainder (the plan gives only the stage's total).
+// Layers of each chunk of each stage, as the plan places them (every kind together).
 std::vector<std::vector<int64_t>> chunk_layers(const paraplan::PlanView& plan, int64_t chunks);
+
+// The kind of every layer, in model order (virtual stage 0's layers first), checked against the
+// plan's per-kind counts: what a stage program runs for each layer.
+std::vector<uint32_t> layer_kinds_in_order(const paraplan::PlanView& plan,
+                                           const std::vector<std::vector<int64_t>>& chunk_layers);
 
 // Steps of every stage; a plan without a pipeline runs its micro-batches one after the other.
 std::vector<std::vector<pp_schedule_step>> steps_by_stage(const paraplan::PlanView& plan);

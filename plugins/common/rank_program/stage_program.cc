@@ -29,6 +29,7 @@ struct Block {
   int32_t step;
   pp_scope scope;
   int64_t layer;  // global layer index for LAYER blocks
+  uint32_t kind;  // the layer's kind (PP_EVERY_LAYER_KIND for the other scopes)
   Part part;
   int64_t micro_batch;
   bool last_backward;  // the stage's last backward (or weight-gradient) pass over this chunk
@@ -43,6 +44,7 @@ class StageBuilder {
     const ProgramSet& set;
     const std::vector<std::vector<int64_t>>& chunk_layers;
     const std::vector<std::vector<int64_t>>& first_layer;  // global index of each chunk's first layer
+    const std::vector<uint32_t>& layer_kind;                // of every layer, in model order
     bool zero_bubble;
   };
 
@@ -113,10 +115,19 @@ class StageBuilder {
 
   void size_memory(double overhead_bytes) {
     program_.static_bytes = overhead_bytes;
-    for (const pp_memory_item& item : c_.plan.memory()) {
-      const double times = multiplicity(item.scope);
+    layer_activations_.assign(c_.plan.raw().layer_kind_count, 0.0);
+    const auto items = c_.plan.memory();
+    for (size_t index = 0; index < items.size(); ++index) {
+      const pp_memory_item& item = items[index];
+      const uint32_t kind = c_.plan.memory_layer_kind(index);
+      const double times = c_.plan.multiplicity(item.scope, kind, static_cast<size_t>(stage_));
       if (item.kind == PP_MEMORY_ACTIVATIONS) {
-        activations_[item.scope - 1] += item.bytes;
+        if (item.scope == PP_SCOPE_LAYER) {
+          for (uint32_t k = 0; k < layer_activations_.size(); ++k)
+            if (kind == PP_EVERY_LAYER_KIND || kind == k) layer_activations_[k] += item.bytes;
+        } else {
+          activations_[item.scope - 1] += item.bytes;
+        }
         program_.activation_bytes_per_micro_batch += times * item.bytes;
       } else {
         program_.static_bytes += times * item.bytes;
@@ -125,9 +136,10 @@ class StageBuilder {
   }
 
   double chunk_activation_bytes(int64_t chunk) const {
-    double bytes = static_cast<double>(c_.chunk_layers[static_cast<size_t>(stage_)][static_cast<size_t>(chunk)]) *
-                       activations_[PP_SCOPE_LAYER - 1] +
-                   activations_[PP_SCOPE_STEP - 1] / static_cast<double>(chunks());
+    double bytes = activations_[PP_SCOPE_STEP - 1] / static_cast<double>(chunks());
+    for (uint32_t kind = 0; kind < layer_activations_.size(); ++kind)
+      bytes += static_cast<double>(c_.plan.layers_on_chunk(static_cast<size_t>(stage_), static_cast<size_t>(chunk), kind)) *
+               layer_activations_[kind];
     if (holds(PP_SCOPE_EMBEDDING, chunk)) bytes += activations_[PP_SCOPE_EMBEDDING - 1];
     if (holds(PP_SCOPE_HEAD, chunk)) bytes += activations_[PP_SCOPE_HEAD - 1];
     return bytes;
@@ -147,26 +159,43 @@ class StageBuilder {
       const int64_t first = c_.first_layer[static_cast<size_t>(stage_)][static_cast<size_t>(step.chunk)];
       const int64_t count = c_.chunk_layers[static_cast<size_t>(stage_)][static_cast<size_t>(step.chunk)];
       std::vector<Block> order;
-      if (holds(PP_SCOPE_EMBEDDING, step.chunk)) order.push_back({index, PP_SCOPE_EMBEDDING, -1, part, step.micro_batch, last});
+      if (holds(PP_SCOPE_EMBEDDING, step.chunk))
+        order.push_back({index, PP_SCOPE_EMBEDDING, -1, PP_EVERY_LAYER_KIND, part, step.micro_batch, last});
       for (int64_t layer = first; layer < first + count; ++layer)
-        order.push_back({index, PP_SCOPE_LAYER, layer, part, step.micro_batch, last});
-      if (holds(PP_SCOPE_HEAD, step.chunk)) order.push_back({index, PP_SCOPE_HEAD, -1, part, step.micro_batch, last});
+        order.push_back({index, PP_SCOPE_LAYER, layer, c_.layer_kind[static_cast<size_t>(layer)], part, step.micro_batch, last});
+      if (holds(PP_SCOPE_HEAD, step.chunk))
+        order.push_back({index, PP_SCOPE_HEAD, -1, PP_EVERY_LAYER_KIND, part, step.micro_batch, last});
       if (part != Part::kForward) std::reverse(order.begin(), order.end());
       blocks_.insert(blocks_.end(), order.begin(), order.end());
     }
   }
 
-  // The ops a block runs in its phase, in execution order.
+  // Whether op `index` runs in a block of layer kind `kind` (ops of other scopes: every block).
+  bool runs_in(uint32_t index, uint32_t kind) const {
+    const uint32_t op_kind = c_.plan.op_layer_kind(index);
+    return kind == PP_EVERY_LAYER_KIND || op_kind == PP_EVERY_LAYER_KIND || op_kind == kind;
+  }
+  std::vector<uint32_t> of_kind(const std::vector<uint32_t>& ops, uint32_t kind) const {
+    std::vector<uint32_t> kept;
+    for (uint32_t op : ops)
+      if (runs_in(op, kind)) kept.push_back(op);
+    return kept;
+  }
+
+  // The ops a block runs in its phase, in execution order: its scope's, of its layer's kind.
   const std::vector<uint32_t>& block_ops(const Block& block) {
     const size_t scope = static_cast<size_t>(block.scope - 1), part = static_cast<size_t>(block.part);
-    std::vector<uint32_t>& ops = block_ops_[scope][part];
-    if (block_ops_known_[scope][part]) return ops;
-    block_ops_known_[scope][part] = true;
-    if (block.part == Part::kForward) return ops = c_.ops.per_micro_batch[scope][0];
-    if (block.part != Part::kWeightGradient) ops = c_.ops.per_micro_batch[scope][2];  // recompute first
-    const std::vector<uint32_t>& backward = c_.ops.per_micro_batch[scope][1];
+    auto [found, inserted] = block_ops_.try_emplace(block_key(block.scope, block.kind, part));
+    std::vector<uint32_t>& ops = found->second;
+    if (!inserted) return ops;
+    if (block.part == Part::kForward) return ops = of_kind(c_.ops.per_micro_batch[scope][0], block.kind);
+    if (block.part != Part::kWeightGradient) ops = of_kind(c_.ops.per_micro_batch[scope][2], block.kind);  // recompute first
+    const std::vector<uint32_t> backward = of_kind(c_.ops.per_micro_batch[scope][1], block.kind);
     ops.insert(ops.end(), backward.rbegin(), backward.rend());
     return ops;
+  }
+  static uint64_t block_key(pp_scope scope, uint32_t kind, size_t part) {
+    return uint64_t{kind} << 8 | uint64_t{static_cast<uint32_t>(scope)} << 4 | part;
   }
 
   // Labels are the same for every micro-batch: built once per op (or op range) and block.
@@ -264,7 +293,7 @@ class StageBuilder {
     if (block.last_backward && block.part != Part::kInputGradient) {
       for (uint32_t op_index : c_.ops.per_step[static_cast<size_t>(block.scope - 1)]) {
         const pp_op& op = c_.plan.ops()[op_index];
-        if (op.overlap == PP_OVERLAP_COMPUTE)
+        if (op.overlap == PP_OVERLAP_COMPUTE && runs_in(op_index, block.kind))
           communicate({op_index}, c_.ops.seconds[op_index], block.step,
                       block_label(op_index, block, /*per_step=*/true), true, /*reduce=*/reduces_gradients(op));
       }
@@ -303,7 +332,8 @@ class StageBuilder {
     }
     compute.label = found->second;
     if (segment.expert)
-      compute.expert_slot = static_cast<int32_t>(block.micro_batch * (c_.plan.model().layers + 1) + block.layer + 1);
+      compute.expert_slot =
+          static_cast<int32_t>(block.micro_batch * (c_.plan.model().layer_sequence_length + 1) + block.layer + 1);
     on_path(compute, segment.runs);
     segment.seconds = 0, segment.first = segment.last = -1;
     segment.runs.clear();
@@ -384,7 +414,8 @@ class StageBuilder {
   // One op of the tail, all its repetitions on this stage at once.
   void tail_op(uint32_t op_index) {
     const pp_op& op = c_.plan.ops()[op_index];
-    const double times = multiplicity(op.scope), seconds = times * c_.ops.seconds[op_index];
+    const double times = c_.plan.multiplicity(op.scope, c_.plan.op_layer_kind(op_index), static_cast<size_t>(stage_));
+    const double seconds = times * c_.ops.seconds[op_index];
     if (seconds <= 0) return;
     const OpRun run{op_index, 1.0f, static_cast<float>(times)};
     if (communicates(op)) {
@@ -395,15 +426,6 @@ class StageBuilder {
     compute.seconds = seconds;
     compute.label = intern(std::string(op.name) + " (" + scope_name(op.scope) + ")");
     on_path(compute, {&run, 1});
-  }
-
-  double multiplicity(pp_scope scope) const {
-    switch (scope) {
-      case PP_SCOPE_LAYER: return static_cast<double>(stage().layers);
-      case PP_SCOPE_EMBEDDING: return stage().has_embedding ? 1.0 : 0.0;
-      case PP_SCOPE_HEAD: return stage().has_head ? 1.0 : 0.0;
-      default: return 1.0;
-    }
   }
 
   std::string scope_name(pp_scope scope) const {
@@ -477,15 +499,15 @@ class StageBuilder {
   int64_t stage_;
   StageProgram program_;
   std::vector<Block> blocks_;
-  double activations_[kScopes] = {};
+  double activations_[kScopes] = {};     // per micro-batch, of the scopes other than LAYER
+  std::vector<double> layer_activations_;  // per micro-batch, one layer of each kind
   int32_t last_on_path_ = -1;
   std::vector<int32_t> pending_;  // overlapped transfers the next instruction on the path waits for
   std::vector<int32_t> last_on_stream_;
   std::unordered_map<size_t, std::vector<int32_t>> prefetched_;  // block -> its prefetched gathers
   std::unordered_map<std::string, int32_t> label_index_;
   std::unordered_map<uint64_t, int32_t> transfer_labels_, compute_labels_;  // see block_label(), flush()
-  std::vector<uint32_t> block_ops_[kScopes][4];  // [scope][part], see block_ops()
-  bool block_ops_known_[kScopes][4] = {};
+  std::unordered_map<uint64_t, std::vector<uint32_t>> block_ops_;  // see block_ops(), block_key()
 };
 
 }  // namespace
@@ -542,6 +564,7 @@ ProgramSet build_programs(const paraplan::PlanView& plan, const pp_hardware_bind
     for (uint32_t op : table.boundary[direction])
       if (ops[op].kind == PP_OP_SEND_RECV) set.boundary_sends[direction].push_back(op);
   const std::vector<std::vector<int64_t>> layers = chunk_layers(plan, set.virtual_stages);
+  const std::vector<uint32_t> kinds = layer_kinds_in_order(plan, layers);
   const int64_t p = static_cast<int64_t>(plan.stages().size());
   std::vector<std::vector<int64_t>> first_layer(layers.size(), std::vector<int64_t>(layers[0].size()));
   int64_t next = 0;
@@ -550,7 +573,7 @@ ProgramSet build_programs(const paraplan::PlanView& plan, const pp_hardware_bind
     first_layer[stage][chunk] = next;
     next += layers[stage][chunk];
   }
-  const StageBuilder::Context context{plan, profile, table, set, layers, first_layer,
+  const StageBuilder::Context context{plan, profile, table, set, layers, first_layer, kinds,
                                       plan.pipeline().schedule == PP_SCHEDULE_ZERO_BUBBLE};
   const std::vector<std::vector<pp_schedule_step>> steps = steps_by_stage(plan);
   for (int64_t stage = 0; stage < p; ++stage) {

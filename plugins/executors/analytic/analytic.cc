@@ -68,6 +68,10 @@ class Analytic : public paraplan::Executor {
     const double step_s = steady_s + bubble_s + stages[longest_tail].tail_s();
 
     report_memory(results, stages[fullest], stage_memory[fullest], profile, in_flight(plan.stages()[fullest], pipeline));
+    // Stages of a layered model hold different mixes of kinds: each one's memory, row by row.
+    if (!paraplan::beyond_uniform_transformer(plan.model()).empty())
+      for (size_t i = 0; i < stages.size(); ++i)
+        report_stage_memory(results, plan, i, stages[i], stage_memory[i], in_flight(plan.stages()[i], pipeline));
     // Every strategy that owns an axis gets its keys, 0 when it moves nothing.
     std::map<std::string, double> owners;
     for (const pp_mesh_axis& axis : plan.axes()) owners.emplace(axis.owner, 0.0);
@@ -99,6 +103,26 @@ class Analytic : public paraplan::Executor {
     results.number("memory.activations_bytes", stage.activations_bytes_per_micro_batch * in_flight);
     results.number("memory.other_bytes", stage.other_bytes + overhead_bytes_);
     results.number("memory.micro_batches_in_flight", in_flight);
+  }
+
+  // stages.<i>.*: what stage i holds ("E + mla+dense x3 + mla+moe x1 + H") and its memory.
+  void report_stage_memory(const paraplan::ResultSink& results, const paraplan::PlanView& plan, size_t index,
+                           const analytic::StageCost& stage, double total, double in_flight) const {
+    const pp_stage& held = plan.stages()[index];
+    const paraplan::LayerKinds kinds(plan.model());
+    std::string layers = held.has_embedding ? "E" : "";
+    for (uint32_t kind = 0; kind < kinds.size(); ++kind)
+      if (const int64_t count = plan.layers_on_stage(index, kind); count > 0)
+        layers += (layers.empty() ? "" : " + ") + std::string(kinds[kind].name) + " x" + std::to_string(count);
+    if (held.has_head) layers += (layers.empty() ? "" : " + ") + std::string("H");
+    const std::string key = "stages." + std::to_string(index) + ".";
+    results.text(key + "layers", layers);
+    results.number(key + "parameters_bytes", stage.weights_bytes);
+    results.number(key + "gradients_bytes", stage.gradients_bytes);
+    results.number(key + "optimizer_bytes", stage.optimizer_bytes);
+    results.number(key + "activations_bytes", stage.activations_bytes_per_micro_batch * in_flight);
+    results.number(key + "other_bytes", stage.other_bytes + overhead_bytes_);
+    results.number(key + "per_gpu_bytes", total);
   }
 
   static void report_communication(const paraplan::ResultSink& results, const std::vector<analytic::StageCost>& stages,

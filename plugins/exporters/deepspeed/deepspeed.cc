@@ -79,9 +79,11 @@ class DeepSpeed : public paraplan::Exporter {
       config["fp16"] = json{{"enabled", true}, {"loss_scale", 0}, {"initial_scale_power", 16}};
     } else {
       config["bf16"] = json{{"enabled", true}};
-      if (training.precision == PP_PRECISION_FP8)
-        unexpressed.push_back("precision fp8: ds_config has no FP8 training switch (FP8 GEMMs come from "
-                              "Transformer Engine layers in the model); exported as bf16");
+      if (training.precision == PP_PRECISION_FP8 || training.precision == PP_PRECISION_MXFP8 ||
+          training.precision == PP_PRECISION_NVFP4)
+        unexpressed.push_back("precision " + std::string(paraplan::precision_name(training.precision)) +
+                              ": ds_config has no low-precision GEMM switch (they come from Transformer Engine "
+                              "layers in the model); exported as bf16");
     }
 
     // ZeRO

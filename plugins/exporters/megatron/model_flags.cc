@@ -87,6 +87,16 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
       out.precision.add("--bf16");
       out.precision.add("--fp8-format", "hybrid");
       break;
+    case PP_PRECISION_MXFP8:  // Megatron-LM arguments.py: --fp8-recipe mxfp8 takes e4m3 elements
+      out.precision.add("--bf16");
+      out.precision.add("--fp8-format", "e4m3");
+      out.precision.add("--fp8-recipe", "mxfp8");
+      break;
+    case PP_PRECISION_NVFP4:
+      out.precision.add("--bf16");
+      out.precision.add("--fp4-format", "e2m1");
+      out.precision.add("--fp4-recipe", "nvfp4");
+      break;
     default:
       out.precision.add("--bf16");
       break;

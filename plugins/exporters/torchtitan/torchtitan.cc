@@ -167,7 +167,7 @@ class Torchtitan : public paraplan::Exporter {
     const int64_t micro_batches = std::max<int64_t>(1, pipeline.micro_batches);
 
     Section job{"job", {}}, model_section{"model", {}}, train{"training", {}}, parallel{"parallelism", {}},
-        checkpointing{"activation_checkpoint", {}};
+        checkpointing{"activation_checkpoint", {}}, mx{"mx", {}};
     job.set("description", "paraplan export of " + context.recipe_name());
 
     // [model]
@@ -181,6 +181,14 @@ class Torchtitan : public paraplan::Exporter {
                             " layers, hidden " + std::to_string(model.hidden) + ", " + std::to_string(model.heads) +
                             " heads, " + std::to_string(model.kv_heads) + " KV heads) before running");
     if (training.precision == PP_PRECISION_FP8) model_section.set("converters", Strings{"float8"}, "FP8 GEMMs (torchao)");
+    if (training.precision == PP_PRECISION_MXFP8) {
+      // torchtitan docs/mxfp8.md: torchao's MX linear converter, cuBLAS's MXFP8 GEMMs (SM100+).
+      model_section.set("converters", Strings{"mx"}, "MXFP8 GEMMs (torchao, Blackwell)");
+      mx.set("recipe_name", std::string("mxfp8_cublas"));
+    }
+    if (training.precision == PP_PRECISION_NVFP4)
+      unexpressed.push_back("precision nvfp4: torchtitan has no NVFP4 training recipe (torchao's is a prototype "
+                            "without its performance); exported as bf16");
 
     // [training]
     const bool pipelined = pp > 1;
@@ -309,7 +317,8 @@ class Torchtitan : public paraplan::Exporter {
 
     layout_check(plan, tp, cp, shard, replicate, pp, unexpressed);
 
-    const std::vector<Section> sections = {job, model_section, train, parallel, checkpointing};
+    std::vector<Section> sections = {job, model_section, train, parallel, checkpointing};
+    if (!mx.entries.empty()) sections.push_back(mx);
     std::ostringstream job_file, overrides;
     job_file << "# torchtitan job config for " << context.recipe_name() << " (paraplan export)\n"
              << "# " << cluster.num_gpus << " GPUs = tp " << tp << " x cp " << cp << " x pp " << pp << " x dp " << dp

@@ -21,6 +21,7 @@
 // items per layer held, and the data-parallel strategy (order 50) shards what it finds.
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,7 +69,9 @@ class PipelineParallel : public paraplan::Strategy {
              .at_least(0),
          paraplan::ParamSpec::Bool("trim_ends", false,
                                    "when pp does not divide the layers: ceil(layers/pp) on the middle stages, the rest "
-                                   "shared by the first and last (Llama 3 405B: 126 layers on 16 stages = 7, 8 x 14, 7)"),
+                                   "shared by the first and last (Llama 3 405B: 126 layers on 16 stages = 7, 8 x 14, 7); "
+                                   "layers of several kinds: the embedding and the loss weigh a mean layer each in the "
+                                   "cost-balanced split"),
          paraplan::ParamSpec::String("layout", "",
                                      "Megatron-LM's --pipeline-model-parallel-layout: E embedding, t decoder layer, m MTP "
                                      "module, L loss, | between virtual stages, (...)*N and x*N repeats, e.g. "
@@ -175,7 +178,7 @@ class PipelineParallel : public paraplan::Strategy {
     const pp_model& model = context.model;
     const int64_t p = context.degree;
     Placement placed;
-    const bool uneven_requested = first_stage_layers_ > 0 || last_stage_layers_ > 0 || trim_ends_;
+    const bool uneven_requested = first_stage_layers_ > 0 || last_stage_layers_ > 0;
     const bool layered = model.layer_kind_count > 1;
     if (layout_.empty() && (!layered || uneven_requested)) {
       placed.virtual_stages = virtual_stages_;
@@ -189,7 +192,9 @@ class PipelineParallel : public paraplan::Strategy {
       placed.virtual_stages = parsed.virtual_stages;
       placed.virtual_stage_layers = parsed.layers;
     } else {
-      // Each layer weighs its kind's model FLOPs per token: the stages balance compute.
+      // Each layer weighs its kind's model FLOPs per token: the stages balance compute. With
+      // trim_ends the embedding and the loss weigh a mean layer each, as Megatron-LM's
+      // account_for_embedding/loss_in_pipeline_split count them (the uniform split's rule).
       const paraplan::LayerKinds kinds(model);
       std::vector<double> costs;
       for (int64_t i = 0; i < model.layer_sequence_length; ++i)
@@ -199,7 +204,16 @@ class PipelineParallel : public paraplan::Strategy {
         throw paraplan::ConstraintError("pp = " + std::to_string(p) + " x virtual_stages = " +
                                         std::to_string(virtual_stages_) + " is more than the model's " +
                                         std::to_string(model.layer_sequence_length) + " layers");
+      if (trim_ends_) {
+        const double mean = std::accumulate(costs.begin(), costs.end(), 0.0) / static_cast<double>(costs.size());
+        costs.insert(costs.begin(), mean);
+        costs.push_back(mean);
+      }
       placed.virtual_stage_layers = pp_strategy::balance_by_cost(costs, p * virtual_stages_);
+      if (trim_ends_) {  // the ends' weights were not layers
+        --placed.virtual_stage_layers.front();
+        --placed.virtual_stage_layers.back();
+      }
     }
     placed.stage_layers.assign(static_cast<size_t>(p), 0);
     for (size_t i = 0; i < placed.virtual_stage_layers.size(); ++i)

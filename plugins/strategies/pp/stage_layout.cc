@@ -82,15 +82,19 @@ std::vector<int64_t> split_layers(const StageLayoutRequest& request) {
   std::vector<int64_t> layers = uneven ? uneven_split(request) : trimmed ? trimmed_ends_split(request) : even_split(request);
   if (request.virtual_stages > 1) {
     // A lightened end stage (fewer layers than the largest) may hold chunks one layer apart, as
-    // Llama 3 405B interleaves 7, 8 x 14, 7 layers; every other stage's chunks are equal.
+    // Llama 3 405B interleaves 7, 8 x 14, 7 layers. Trimmed ends may keep one chunk with none:
+    // Megatron-LM's account_for_embedding/loss_in_pipeline_split counts the embedding and the
+    // loss as a layer each, so 126 layers on 16 x 8 virtual stages hold one layer each, but the
+    // embedding's and the loss's. Every other stage's chunks are equal.
     const int64_t largest = *std::max_element(layers.begin(), layers.end());
     for (size_t stage = 0; stage < layers.size(); ++stage) {
       const bool lightened_end = (stage == 0 || stage + 1 == layers.size()) && layers[stage] < largest;
-      if (lightened_end && layers[stage] >= request.virtual_stages) continue;
+      const int64_t fewest = request.trim_ends ? request.virtual_stages - 1 : request.virtual_stages;
+      if (lightened_end && layers[stage] >= fewest) continue;
       if (layers[stage] % request.virtual_stages != 0)
         throw ConstraintError("virtual_stages = " + text(request.virtual_stages) +
                               " must divide the layers of every stage (a lightened end stage needs at least one layer "
-                              "per chunk), but stage " + text(static_cast<int64_t>(stage)) + " has " +
+                              "per chunk, or per chunk but one with trim_ends), but stage " + text(static_cast<int64_t>(stage)) + " has " +
                               text(layers[stage]));
     }
   }

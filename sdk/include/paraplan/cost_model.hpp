@@ -29,20 +29,57 @@
 
 namespace paraplan::cost {
 
+// Bytes per element as a GEMM reads it; the block-scaled formats carry their scales (one byte
+// per 32 elements for MXFP8's E8M0, per 16 for NVFP4's E4M3).
 inline double dtype_bytes(pp_dtype dtype) {
   switch (dtype) {
     case PP_DTYPE_FP32:
     case PP_DTYPE_TF32: return 4.0;
     case PP_DTYPE_FP8: return 1.0;
+    case PP_DTYPE_MXFP8: return 1.0 + 1.0 / 32.0;
+    case PP_DTYPE_NVFP4: return 0.5 + 1.0 / 16.0;
     default: return 2.0;
   }
 }
 
+inline const char* dtype_name(pp_dtype dtype) {
+  switch (dtype) {
+    case PP_DTYPE_FP32: return "fp32";
+    case PP_DTYPE_TF32: return "tf32";
+    case PP_DTYPE_BF16: return "bf16";
+    case PP_DTYPE_FP16: return "fp16";
+    case PP_DTYPE_FP8: return "fp8";
+    case PP_DTYPE_MXFP8: return "mxfp8";
+    case PP_DTYPE_NVFP4: return "nvfp4";
+    default: return "an unknown dtype";
+  }
+}
+
+// FP8 and the block-scaled formats: GEMMs that reach the FP8 plateau (gemm_efficiency_max_fp8).
+inline bool low_precision(pp_dtype dtype) {
+  return dtype == PP_DTYPE_FP8 || dtype == PP_DTYPE_MXFP8 || dtype == PP_DTYPE_NVFP4;
+}
+
+// The dense peak of `dtype`, 0 where the GPU has none. The block-scaled peaks (ABI 1.6) are read
+// only from a profile long enough to hold them.
+inline double declared_peak_flops(const pp_hardware_profile& profile, pp_dtype dtype) {
+  const auto covers = [&](size_t offset) { return profile.struct_size >= offset + sizeof(double); };
+  if (dtype == PP_DTYPE_MXFP8)
+    return covers(offsetof(pp_hardware_profile, peak_flops_mxfp8)) ? profile.peak_flops_mxfp8 : 0.0;
+  if (dtype == PP_DTYPE_NVFP4)
+    return covers(offsetof(pp_hardware_profile, peak_flops_nvfp4)) ? profile.peak_flops_nvfp4 : 0.0;
+  const int index = static_cast<int>(dtype);
+  return index >= 0 && index < PP_DTYPE_COUNT ? profile.peak_flops[index] : 0.0;
+}
+
 inline double peak_flops(const pp_hardware_profile& profile, pp_dtype dtype) {
-  double peak = profile.peak_flops[dtype];
+  double peak = declared_peak_flops(profile, dtype);
   // A dtype the GPU lacks (fp8 on A100) runs at the next wider one, as frameworks fall back.
+  // The block-scaled formats have no such fallback: the host refuses a recipe asking for one the
+  // GPU lacks (Transformer Engine does too).
   if (peak <= 0 && dtype == PP_DTYPE_FP8) peak = profile.peak_flops[PP_DTYPE_BF16];
-  if (peak <= 0) throw ConstraintError(std::string(profile.name) + " has no peak FLOP/s for this dtype");
+  if (peak <= 0)
+    throw ConstraintError(std::string(profile.name) + " has no peak FLOP/s for " + dtype_name(dtype));
   return peak;
 }
 
@@ -62,7 +99,7 @@ inline double default_gemm_time(const pp_hardware_profile& profile, double m, do
   if (flops <= 0) return 0.0;
   const double bf16_maximum = profile.gemm_efficiency_max > 0 ? profile.gemm_efficiency_max : 1.0;
   double maximum = bf16_maximum, half_flops = std::max(0.0, profile.gemm_half_efficiency_flops);
-  const double fp8_maximum = dtype == PP_DTYPE_FP8 ? fp8_gemm_efficiency_max(profile) : 0.0;
+  const double fp8_maximum = low_precision(dtype) ? fp8_gemm_efficiency_max(profile) : 0.0;
   if (fp8_maximum > 0 && profile.peak_flops[PP_DTYPE_BF16] > 0) {
     // The same fixed cost t0 per GEMM: F_half = t0 x peak x maximum scales with FP8's peak and plateau.
     maximum = fp8_maximum;

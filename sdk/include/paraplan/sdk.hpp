@@ -281,6 +281,22 @@ class LayerKinds {
   const pp_model& model_;
 };
 
+// The name a recipe gives each pp_precision ([training] precision, docs/recipes.md), for
+// plugins that report or write one.
+struct PrecisionName {
+  std::string_view name;
+  pp_precision precision;
+};
+inline constexpr PrecisionName kPrecisionNames[] = {
+    {"bf16", PP_PRECISION_BF16},   {"fp16", PP_PRECISION_FP16},   {"fp8", PP_PRECISION_FP8},
+    {"mxfp8", PP_PRECISION_MXFP8}, {"nvfp4", PP_PRECISION_NVFP4},
+};
+inline std::string_view precision_name(pp_precision precision) {
+  for (const PrecisionName& entry : kPrecisionNames)
+    if (entry.precision == precision) return entry.name;
+  return "unknown";
+}
+
 // Why `model` is more than a uniform transformer (one kind of layer: attention over the full
 // sequence, a dense or MoE MLP whose shared experts are as wide as the routed ones, no
 // multi-token prediction), or "" when it is one: what a consumer that reads only the 1.5 model

@@ -70,7 +70,10 @@ typedef enum pp_dtype {
   PP_DTYPE_BF16 = 2,
   PP_DTYPE_FP16 = 3,
   PP_DTYPE_FP8 = 4,
-  PP_DTYPE_COUNT = 5
+  PP_DTYPE_COUNT = 5, /* the dtypes pp_hardware_profile.peak_flops indexes; later ones have fields */
+  /* ABI 1.6: block-scaled formats (their peaks: pp_hardware_profile.peak_flops_mxfp8, _nvfp4) */
+  PP_DTYPE_MXFP8 = 5, /* E4M3 elements, one E8M0 scale per 32 (OCP Microscaling) */
+  PP_DTYPE_NVFP4 = 6  /* E2M1 elements, one E4M3 scale per 16 and an fp32 scale per tensor */
 } pp_dtype;
 
 #endif /* PARAPLAN_ABI_H */

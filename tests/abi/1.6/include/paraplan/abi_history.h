@@ -25,7 +25,8 @@
  *   1.5  the host services (host.h: logging); pp_plugin_v1 += attach_host; the plan's names (names.h)
  *   1.6  the layer stack: pp_layer_kind (model.h); pp_model += layer_kinds ... norm_epsilon;
  *        pp_plan_view_v1 += op_layer_kinds ... layer_count_entries; pp_plan_api_v1 +=
- *        insert_layer_op, add_layer_memory, set_layer_counts (structs the host hands plugins)
+ *        insert_layer_op, add_layer_memory, set_layer_counts (structs the host hands plugins);
+ *        pp_dtype += MXFP8, NVFP4; pp_hardware_profile += peak_flops_mxfp8, peak_flops_nvfp4
  */
 #ifndef PARAPLAN_ABI_HISTORY_H
 #define PARAPLAN_ABI_HISTORY_H
@@ -48,6 +49,7 @@
 #define PP_EXECUTOR_V1_SIZE_1_4 sizeof(pp_executor_v1)
 
 #define PP_HARDWARE_PROFILE_SIZE_1_0 offsetof(pp_hardware_profile, gemm_efficiency_max_fp8)
-#define PP_HARDWARE_PROFILE_SIZE_1_2 sizeof(pp_hardware_profile)
+#define PP_HARDWARE_PROFILE_SIZE_1_2 offsetof(pp_hardware_profile, peak_flops_mxfp8)
+#define PP_HARDWARE_PROFILE_SIZE_1_6 sizeof(pp_hardware_profile)
 
 #endif /* PARAPLAN_ABI_HISTORY_H */

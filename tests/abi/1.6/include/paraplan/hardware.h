@@ -46,6 +46,12 @@ typedef struct pp_hardware_profile {
   /* ABI 1.2: gemm_efficiency_max for FP8 GEMMs, which reach a smaller fraction of their peak;
    * 0 (and every 1.0/1.1 plugin, whose profile ends before this field) = gemm_efficiency_max. */
   double gemm_efficiency_max_fp8;
+  /* ABI 1.6: dense peaks of the block-scaled formats (PP_DTYPE_MXFP8, PP_DTYPE_NVFP4), which
+   * need tensor cores of their own (Blackwell and later); 0 (and every profile of a plugin older
+   * than 1.6) = the GPU has none, and a recipe asking for one is refused. Their GEMMs reach
+   * gemm_efficiency_max_fp8. */
+  double peak_flops_mxfp8;
+  double peak_flops_nvfp4;
 } pp_hardware_profile;
 
 typedef struct pp_hardware_v1 {
