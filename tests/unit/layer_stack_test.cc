@@ -139,9 +139,11 @@ TEST(LayerStack, OtherPresetsMatchTheirHeadlines) {
     double total, active;  // published, embedding and head included
   };
   // Mixtral 8x22B: 141B / 39B (Mistral AI). Llama 4 text models: 108B (Scout's 109B counts the
-  // vision encoder) and 400B, 17B active (model card). GPT-OSS-20B: 20.9B (README).
+  // vision encoder) and 400B, 17B active (model card). GPT-OSS-20B: 20.9B (README). Nemotron-4
+  // 15B: 12.5B non-embedding + 3.2B embedding (its report, Table 1), dense.
   for (const Case& c : {Case{"mixtral-8x22b", 141e9, 39e9}, Case{"llama4-scout", 107.8e9, 17e9},
-                        Case{"llama4-maverick", 400e9, 17e9}, Case{"gpt-oss-20b", 20.9e9, 0}}) {
+                        Case{"llama4-maverick", 400e9, 17e9}, Case{"gpt-oss-20b", 20.9e9, 0},
+                        Case{"nemotron4-15b", 15.7e9, 15.7e9}}) {
     SCOPED_TRACE(c.preset);
     const ModelParameters counted = count_model_parameters(preset_recipe(c.preset)->model.shape);
     EXPECT_NEAR(counted.total() / c.total, 1.0, 0.015);
