@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "host/core/errors.h"
+#include "paraplan/sdk.hpp"
 
 namespace paraplan::host {
 namespace {
@@ -146,7 +147,7 @@ void Plan::set_workload(const std::vector<pp_op>& ops, const std::vector<uint32_
 }
 
 // Virtual stage c·p + s holds chunk c of stage s; its layers come next in the model's order, each
-// stage's layers split over its chunks as evenly as they go (the first chunks take the rest).
+// stage's layers split over its chunks by paraplan::even_chunk_layers.
 void Plan::fill_layer_counts_in_order() {
   const size_t stages = state_.stages.size(), kinds = stack_.kinds().size();
   const size_t chunks = static_cast<size_t>(std::max<int64_t>(1, state_.pipeline.virtual_stages));
@@ -154,8 +155,8 @@ void Plan::fill_layer_counts_in_order() {
   size_t next = 0;
   for (size_t chunk = 0; chunk < chunks; ++chunk)
     for (size_t stage = 0; stage < stages; ++stage) {
-      const int64_t layers = state_.stages[stage].layers, per_chunk = layers / static_cast<int64_t>(chunks);
-      const int64_t here = per_chunk + (static_cast<int64_t>(chunk) < layers % static_cast<int64_t>(chunks) ? 1 : 0);
+      const int64_t here = paraplan::even_chunk_layers(state_.stages[stage].layers, static_cast<int64_t>(chunks),
+                                                       static_cast<int64_t>(chunk));
       for (int64_t i = 0; i < here && next < stack_.sequence().size(); ++i, ++next)
         ++state_.layer_counts[(chunk * stages + stage) * kinds + stack_.sequence()[next]];
     }

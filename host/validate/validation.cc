@@ -86,6 +86,7 @@ Prediction predict_run(const MeasuredRun& run, const PluginCatalog& catalog) {
     prediction.plan = describe_plan(result.space, winner);
     prediction.micro_batch = winner.micro_batch;
     prediction.recompute = recompute_name(winner.recompute);
+    prediction.memory_per_gpu_bytes = winner.figures.memory_per_gpu_bytes;
   } catch (const HostError& failure) {
     prediction.predicted.reset();
     prediction.reason = reason_of(failure.what(), run);

@@ -25,6 +25,7 @@ struct Prediction {
   std::string plan;                 // the winner, describe_plan()
   int64_t micro_batch = 0;
   std::string recompute;
+  double memory_per_gpu_bytes = 0;  // the winner's fullest GPU, to set beside measured_memory_gib
   std::string reason;  // why the row is unevaluable, without the row's location
 
   bool evaluated() const { return predicted.has_value(); }

@@ -56,6 +56,29 @@ void write_table(std::ostream& out, const ValidationReport& report) {
   }
 }
 
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Rows that publish their peak memory (measured_memory_gib): the prediction's fullest GPU beside
+// it. The time's statistics do not include these.
+void write_memory(std::ostream& out, const ValidationReport& report) {
+  size_t id_width = 2, rows = 0;
+  for (const Prediction& prediction : report.predictions)
+    if (prediction.evaluated() && prediction.run->measured_memory_gib)
+      id_width = std::max(id_width, prediction.run->id.size()), ++rows;
+  if (rows == 0) return;
+  out << "Memory per GPU against the peak the source measured (GiB):\n"
+      << "  " << padded("id", id_width) << "  " << padded("measured", 9, true) << "  " << padded("predicted", 9, true)
+      << "  " << padded("error %", 8, true) << "\n";
+  for (const Prediction& prediction : report.predictions) {
+    if (!prediction.evaluated() || !prediction.run->measured_memory_gib) continue;
+    const double measured = *prediction.run->measured_memory_gib, predicted = prediction.memory_per_gpu_bytes / kGiB;
+    out << "  " << padded(prediction.run->id, id_width) << "  " << padded(format_number("%.1f", measured), 9, true)
+        << "  " << padded(format_number("%.1f", predicted), 9, true) << "  "
+        << padded(format_number("%+.1f", (predicted - measured) / measured * 100.0), 8, true) << "\n";
+  }
+  out << "\n";
+}
+
 void write_summary(std::ostream& out, const ValidationReport& report) {
   const ValidationSummary& summary = report.summary;
   if (!summary.mape_pct) {
@@ -99,6 +122,7 @@ void write_validation_text(std::ostream& out, const ValidationReport& report) {
   if (summary.evaluated > 0) {
     write_table(out, report);
     out << "\n";
+    write_memory(out, report);
   }
   if (summary.unevaluable > 0) {
     out << "Unevaluable rows (left out of the statistics):\n";
@@ -133,6 +157,10 @@ nlohmann::ordered_json validation_json(const ValidationReport& report) {
     row["plan"] = evaluated ? nlohmann::ordered_json(prediction.plan) : nullptr;
     row["micro_batch"] = evaluated ? nlohmann::ordered_json(prediction.micro_batch) : nullptr;
     row["recompute"] = evaluated ? nlohmann::ordered_json(prediction.recompute) : nullptr;
+    if (prediction.run->measured_memory_gib) {
+      row["measured_memory_gib"] = *prediction.run->measured_memory_gib;
+      row["memory_gib"] = evaluated ? nlohmann::ordered_json(prediction.memory_per_gpu_bytes / kGiB) : nullptr;
+    }
     if (!evaluated) row["reason"] = prediction.reason;
     rows.push_back(row);
   }

@@ -1,11 +1,13 @@
 // paraplan/host/validate/validation_report.h: `paraplan validate`'s report, text and JSON.
 //
 // Text: what was read, a table of every evaluated row (id, metric, measured, predicted, signed
-// error, the plan the search chose), the unevaluable rows with their reasons, then MAPE, the worst
+// error, the plan the search chose), the predicted memory beside measured_memory_gib where a row
+// has it, the unevaluable rows with their reasons, then MAPE, the worst
 // row, Spearman and MAPE per source. Fits 120 columns: a long plan wraps within its column. No
 // timings, so the same input gives the same report. JSON: {"files", "rows": [{"id", "source",
 // "metric", "measured", "predicted", "error_pct", "plan", "micro_batch", "recompute"}; an
-// unevaluable row has the last five null and a "reason"], "evaluated", "unevaluable",
+// unevaluable row has the last five null and a "reason"; a row with measured_memory_gib adds it
+// and the prediction's "memory_gib"], "evaluated", "unevaluable",
 // "mape_pct", "max_abs_error_pct", "worst_row", "spearman", "sources": [{"source", "rows",
 // "mape_pct"}]}; statistics are null when no row was evaluated (Spearman: fewer than 2).
 #pragma once

@@ -65,8 +65,8 @@ void translate_pipeline(const paraplan::PlanView& plan, Translation& out) {
   bool chunks_even = true;
   for (int64_t stage = 0; stage < stages; ++stage)
     for (int64_t chunk = 0; chunk < virtual_stages; ++chunk) {
-      const int64_t held = plan.stages()[static_cast<size_t>(stage)].layers;
-      const int64_t even = held / virtual_stages + (chunk < held % virtual_stages ? 1 : 0);
+      const int64_t even =
+          paraplan::even_chunk_layers(plan.stages()[static_cast<size_t>(stage)].layers, virtual_stages, chunk);
       chunks_even = chunks_even && plan.layers_on_chunk(static_cast<size_t>(stage), static_cast<size_t>(chunk),
                                                         PP_EVERY_LAYER_KIND) == even;
     }

@@ -260,6 +260,14 @@ inline pp_memory_item make_memory_item(pp_memory_kind kind, pp_scope scope, std:
   return item;
 }
 
+// The layers of chunk `chunk` of a stage that holds `layers` in `chunks` model chunks when only
+// the stage's count is known: split in order as evenly as they go, the first chunks taking one
+// more each until the remainder is spent. The host fills a 1.5 strategy's stages so, and an
+// exporter that writes per-stage counts relies on the engine splitting them so.
+inline int64_t even_chunk_layers(int64_t layers, int64_t chunks, int64_t chunk) {
+  return layers / chunks + (chunk < layers % chunks ? 1 : 0);
+}
+
 // Whether an op's or memory item's `name` starts with `prefix` (names.h: PP_OP_PREFIX_PARAM).
 inline bool has_prefix(const char* name, std::string_view prefix) {
   return std::string_view(name).substr(0, prefix.size()) == prefix;
