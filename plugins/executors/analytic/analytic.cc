@@ -97,12 +97,18 @@ class Analytic : public paraplan::Executor {
     results.number("memory.per_gpu_bytes", total);
     results.number("memory.capacity_bytes", profile.memory_bytes);
     results.boolean("memory.fits", total <= profile.memory_bytes);
-    results.number("memory.parameters_bytes", stage.weights_bytes);
-    results.number("memory.gradients_bytes", stage.gradients_bytes);
-    results.number("memory.optimizer_bytes", stage.optimizer_bytes);
-    results.number("memory.activations_bytes", stage.activations_bytes_per_micro_batch * in_flight);
-    results.number("memory.other_bytes", stage.other_bytes + overhead_bytes_);
+    report_state_and_activations(results, "memory.", stage, in_flight);
     results.number("memory.micro_batches_in_flight", in_flight);
+  }
+
+  // A stage's model state, activations (its sets in flight) and the rest, under `prefix`.
+  void report_state_and_activations(const paraplan::ResultSink& results, const std::string& prefix,
+                                    const analytic::StageCost& stage, double in_flight) const {
+    results.number(prefix + "parameters_bytes", stage.weights_bytes);
+    results.number(prefix + "gradients_bytes", stage.gradients_bytes);
+    results.number(prefix + "optimizer_bytes", stage.optimizer_bytes);
+    results.number(prefix + "activations_bytes", stage.activations_bytes_per_micro_batch * in_flight);
+    results.number(prefix + "other_bytes", stage.other_bytes + overhead_bytes_);
   }
 
   // stages.<i>.*: what stage i holds ("E + mla+dense x3 + mla+moe x1 + H") and its memory.
@@ -117,11 +123,7 @@ class Analytic : public paraplan::Executor {
     if (held.has_head) layers += (layers.empty() ? "" : " + ") + std::string("H");
     const std::string key = "stages." + std::to_string(index) + ".";
     results.text(key + "layers", layers);
-    results.number(key + "parameters_bytes", stage.weights_bytes);
-    results.number(key + "gradients_bytes", stage.gradients_bytes);
-    results.number(key + "optimizer_bytes", stage.optimizer_bytes);
-    results.number(key + "activations_bytes", stage.activations_bytes_per_micro_batch * in_flight);
-    results.number(key + "other_bytes", stage.other_bytes + overhead_bytes_);
+    report_state_and_activations(results, key, stage, in_flight);
     results.number(key + "per_gpu_bytes", total);
   }
 
