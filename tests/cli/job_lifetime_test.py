@@ -8,7 +8,8 @@ A job whose rank stalls (executor.mpi.fault = "stall", a 120 s timeout) is start
 ranks run, the command gets SIGINT (Ctrl-C), SIGTERM, SIGHUP or SIGKILL. For the first three the
 signal reaches the job and the command ends by that signal (as an interrupted program does); for
 SIGKILL nothing can be forwarded, and the launcher (PR_SET_PDEATHSIG) and the ranks die with it.
-Within a few seconds no process of the job is left, and no temporary file was ever written.
+Within a few seconds no process of the job is left, and no file is left in $TMPDIR (mpirun's session
+files included).
 """
 import glob
 import os
@@ -82,7 +83,7 @@ for signal_number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKI
     for pid, _ in processes_with(marker):
         os.kill(pid, signal.SIGKILL)
 
-check("no temporary file was written", os.listdir(scratch) == [], f"{os.listdir(scratch)}")
+check("no temporary file is left", os.listdir(scratch) == [], f"{os.listdir(scratch)}")
 if not os.listdir(scratch):
     os.rmdir(scratch)
 print(f"{len(passes)} passed, {len(failures)} failed")

@@ -165,15 +165,44 @@ class SignalForwarding {
   struct sigaction previous_[3] {};
 };
 
-// Asks the group to end, then makes it; reaps the launcher.
+// Where Open MPI 4's mpirun keeps its session files: <base>/ompi.<node>.<uid>/pid.<its pid>, the
+// base being orte_tmpdir_base, else $TMPDIR, $TEMP, $TMP, else /tmp (orte/util/session_dir.c).
+std::filesystem::path launcher_session(pid_t launcher) {
+  std::string base = "/tmp";
+  for (const char* variable : {"OMPI_MCA_orte_tmpdir_base", "TMPDIR", "TEMP", "TMP"})
+    if (const char* value = std::getenv(variable); value && *value) {
+      base = value;
+      break;
+    }
+  char node[256] = {};
+  gethostname(node, sizeof(node) - 1);
+  return std::filesystem::path(base) / ("ompi." + std::string(node) + "." + std::to_string(geteuid())) /
+         ("pid." + std::to_string(launcher));
+}
+
+// A launcher killed before it could clean up leaves its session directory: remove it (only that
+// one, named by the launcher's pid) and the per-user directory above it once that is empty.
+void remove_launcher_session(pid_t launcher) {
+  const std::filesystem::path session = launcher_session(launcher);
+  std::error_code ignored;
+  std::filesystem::remove_all(session, ignored);
+  std::filesystem::remove(session.parent_path(), ignored);  // fails, as it should, when not empty
+}
+
+// Asks the group to end, then makes it; reaps the launcher. mpirun needs about a second to end
+// its ranks and remove its session files, several on a loaded machine: it gets 15 s.
 void end_group(pid_t group, bool already_asked) {
   if (!already_asked) kill(-group, SIGTERM);
-  for (int i = 0; i < 40; ++i) {  // 2 s to shut down, then no more asking
-    if (waitpid(group, nullptr, WNOHANG) == group) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  bool reaped = false;
+  for (int i = 0; i < 300 && !reaped; ++i) {
+    reaped = waitpid(group, nullptr, WNOHANG) == group;
+    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   kill(-group, SIGKILL);
-  waitpid(group, nullptr, 0);
+  if (!reaped) {
+    waitpid(group, nullptr, 0);
+    remove_launcher_session(group);
+  }
 }
 
 // The command was interrupted: it ends by the same signal, as the shell expects.
