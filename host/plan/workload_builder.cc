@@ -75,10 +75,11 @@ class OpEmitter {
 
   // `module`: the pp_recompute_module the op belongs to (0: none), which decides whether a
   // selective recompute re-runs it.
-  void gemm(const char* name, double m, double n, double k, uint32_t module = 0) {
+  // `count` GEMMs of one shape (a grouped GEMM: one per expert).
+  void gemm(const char* name, double m, double n, double k, uint32_t module = 0, double count = 1) {
     pp_op op = make_op(PP_OP_GEMM, PP_PHASE_FORWARD, scope_, name, kOwner);
-    op.m = m, op.n = n, op.k = k, op.count = 1;
-    op.flops = 2.0 * m * n * k;
+    op.m = m, op.n = n, op.k = k, op.count = count;
+    op.flops = 2.0 * m * n * k * count;
     op.dtype = dtype_;
     emit(op, module);
   }
@@ -331,26 +332,7 @@ class LayerBuilder {
     const double pre_activation = (swiglu ? 2.0 : 1.0) * kActivationBytes;
     const double hidden_bytes = pre_activation + gemm_input_bytes_;
     if (kind_.mlp == PP_MLP_MOE) {
-      constexpr uint32_t kMoe = PP_RECOMPUTE_MOE;
-      const double experts = static_cast<double>(kind_.experts), ffn = static_cast<double>(kind_.expert_ffn_hidden);
-      emit_.gemm(PP_OP_ROUTER, tok, experts, h, kMoe);
-      // Each token visits top_k routed experts and the shared experts, counted as experts of
-      // the same width (a shared width of 2f is two experts' work).
-      const double routed = tok * (static_cast<double>(kind_.top_k) + shared_expert_equivalents());
-      emit_.gemm(PP_OP_EXPERT_UP, routed, ffn, h, kMoe);
-      if (swiglu) emit_.gemm(PP_OP_EXPERT_GATE, routed, ffn, h, kMoe);
-      emit_.memory_bound(PP_OP_EXPERT_ACT, (swiglu ? 3.0 : 2.0) * kActivationBytes * routed * ffn, -1.0,
-                         kMoe | PP_RECOMPUTE_MOE_ACT);
-      emit_.gemm(PP_OP_EXPERT_DOWN, routed, h, ffn, kMoe);
-      residual(PP_OP_MLP_RESIDUAL);
-      act(PP_MEMORY_ACT_MLP_NORM_INPUT, kActivationBytes * tok * h);
-      act(PP_MEMORY_ACT_MLP_INPUT, gemm_input_bytes_ * tok * h, PP_RECOMPUTE_LAYERNORM);
-      act(PP_MEMORY_ACT_ROUTER_PROBS, 4.0 * tok * experts, kMoe);  // the router is not split by TP
-      act(PP_MEMORY_ACT_EXPERT_INPUT, gemm_input_bytes_ * routed * h, kMoe);
-      // With the activation recomputed, only its inputs (gate and up outputs) are kept.
-      act(PP_MEMORY_ACT_EXPERT_HIDDEN,
-          (recomputes(PP_RECOMPUTE_MOE_ACT) ? pre_activation : hidden_bytes) * routed * ffn, kMoe);
-      dropout_mask(PP_MEMORY_ACT_MLP_DROPOUT_MASK);
+      moe(swiglu, pre_activation, hidden_bytes);
       return;
     }
     constexpr uint32_t kMlp = PP_RECOMPUTE_MLP;
@@ -365,10 +347,50 @@ class LayerBuilder {
     act(PP_MEMORY_ACT_MLP_HIDDEN, hidden_bytes * tok * ffn, kMlp);
     dropout_mask(PP_MEMORY_ACT_MLP_DROPOUT_MASK);
   }
-  double shared_expert_equivalents() const {
-    return kind_.expert_ffn_hidden > 0
-               ? static_cast<double>(kind_.shared_ffn_hidden) / static_cast<double>(kind_.expert_ffn_hidden)
-               : 0.0;
+
+  // An MoE layer as Megatron-Core's MoELayer runs it with grouped GEMMs (megatron/core/
+  // transformer/moe: router.py, token_dispatcher.py, experts.py TEGroupedMLP, shared_experts.py):
+  //   router GEMM (h -> E logits); scores (softmax or sigmoid), top-k and their normalisation,
+  //   fp32: the logits read and the probabilities written (4 + 4 bytes per token and expert),
+  //   the k chosen scores and their int64 indices written (4 + 8 per copy);
+  //   permute: each token's k copies gathered into expert order (2-byte rows read and written);
+  //   the routed experts: one GEMM per expert over the copies it receives, m = tokens x k / E
+  //   when the router spreads them evenly (ep divides the experts and sets each rank's load);
+  //   fc1 holds SwiGLU's gate and up halves in one GEMM (n = 2f), as linear_fc1 does;
+  //   unpermute: each token's k outputs read, weighted by their scores and summed into its row;
+  //   the shared experts: a dense MLP of width shared_ffn_hidden on every token, beside them.
+  // Backward moves twice each memory-bound pass's bytes, as every such op here.
+  void moe(bool swiglu, double pre_activation, double hidden_bytes) {
+    constexpr uint32_t kMoe = PP_RECOMPUTE_MOE;
+    const double tok = t_.tokens, h = t_.hidden, up_outputs = swiglu ? 2.0 : 1.0;
+    const double experts = static_cast<double>(kind_.experts), ffn = static_cast<double>(kind_.expert_ffn_hidden);
+    const double top_k = static_cast<double>(kind_.top_k), copies = tok * top_k;
+    const double activation_passes = swiglu ? 3.0 : 2.0;  // read gate and up (or the input), write the product
+    emit_.gemm(PP_OP_ROUTER, tok, experts, h, kMoe);
+    emit_.memory_bound(PP_OP_ROUTER_TOPK, (4.0 + 4.0) * tok * experts + (4.0 + 8.0) * copies, -1.0, kMoe);
+    emit_.memory_bound(PP_OP_MOE_PERMUTE, 2.0 * kActivationBytes * copies * h, -1.0, kMoe);
+    emit_.gemm(PP_OP_EXPERT_UP, copies / experts, up_outputs * ffn, h, kMoe, experts);
+    emit_.memory_bound(PP_OP_EXPERT_ACT, activation_passes * kActivationBytes * copies * ffn, -1.0,
+                       kMoe | PP_RECOMPUTE_MOE_ACT);
+    emit_.gemm(PP_OP_EXPERT_DOWN, copies / experts, h, ffn, kMoe, experts);
+    emit_.memory_bound(PP_OP_MOE_UNPERMUTE, kActivationBytes * (copies + tok) * h + 4.0 * copies, -1.0, kMoe);
+    const double shared = static_cast<double>(kind_.shared_ffn_hidden);
+    if (shared > 0) {
+      emit_.gemm(PP_OP_SHARED_EXPERT_UP, tok, up_outputs * shared, h, kMoe);
+      emit_.memory_bound(PP_OP_SHARED_EXPERT_ACT, activation_passes * kActivationBytes * tok * shared, -1.0, kMoe);
+      emit_.gemm(PP_OP_SHARED_EXPERT_DOWN, tok, h, shared, kMoe);
+    }
+    residual(PP_OP_MLP_RESIDUAL);
+    act(PP_MEMORY_ACT_MLP_NORM_INPUT, kActivationBytes * tok * h);
+    // The normed input: the router's, the shared experts' and (before permuting) the experts'.
+    act(PP_MEMORY_ACT_MLP_INPUT, gemm_input_bytes_ * tok * h, PP_RECOMPUTE_LAYERNORM);
+    act(PP_MEMORY_ACT_ROUTER_PROBS, 4.0 * tok * experts, kMoe);  // the router is not split by TP
+    act(PP_MEMORY_ACT_EXPERT_INPUT, gemm_input_bytes_ * copies * h, kMoe);
+    // With the activation recomputed, only its inputs (gate and up outputs) are kept.
+    act(PP_MEMORY_ACT_EXPERT_HIDDEN, (recomputes(PP_RECOMPUTE_MOE_ACT) ? pre_activation : hidden_bytes) * copies * ffn,
+        kMoe);
+    if (shared > 0) act(PP_MEMORY_ACT_SHARED_EXPERT_HIDDEN, hidden_bytes * tok * shared, kMoe);
+    dropout_mask(PP_MEMORY_ACT_MLP_DROPOUT_MASK);
   }
 
   // A multi-token-prediction module (DeepSeek-V3 sec. 2.2): the next tokens' embeddings and the
@@ -423,18 +445,18 @@ class LayerBuilder {
       }
       case PP_MIXER_NONE: break;
     }
-    if (kind_.mlp == PP_MLP_DENSE) {
-      const double ffn = static_cast<double>(kind_.ffn_hidden);
-      blocks += 1, forward_width += ffn, backward_width += up_outputs * ffn;
-    }
+    // A dense MLP, or an MoE layer's shared experts (their input is the block's normed input).
+    const double dense_width =
+        static_cast<double>(kind_.mlp == PP_MLP_DENSE ? kind_.ffn_hidden : kind_.mlp == PP_MLP_MOE ? kind_.shared_ffn_hidden : 0);
+    if (dense_width > 0) blocks += 1, forward_width += dense_width, backward_width += up_outputs * dense_width;
     if (kind_.mtp) blocks += 2;  // the projection's input (2h) and the extra head's
     if (blocks > 0) emit_.memory_bound(PP_OP_FP8_CAST_SEQ, cast_bytes * tok * h * blocks, cast_bytes * tok * h * blocks);
     if (forward_width > 0 || backward_width > 0)
       emit_.memory_bound(PP_OP_FP8_CAST_TENSOR, cast_bytes * tok * forward_width, cast_bytes * tok * backward_width);
     if (kind_.mlp == PP_MLP_MOE) {
       const double ffn = static_cast<double>(kind_.expert_ffn_hidden);
-      const double routed = tok * (static_cast<double>(kind_.top_k) + shared_expert_equivalents());
-      emit_.memory_bound(PP_OP_FP8_CAST_EXPERT, cast_bytes * routed * (h + ffn), cast_bytes * routed * (up_outputs * ffn + h));
+      const double copies = tok * static_cast<double>(kind_.top_k);
+      emit_.memory_bound(PP_OP_FP8_CAST_EXPERT, cast_bytes * copies * (h + ffn), cast_bytes * copies * (up_outputs * ffn + h));
     }
   }
 

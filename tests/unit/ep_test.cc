@@ -187,10 +187,75 @@ TEST(ExpertParallel, SharedExpertsStayOnEveryRank) {
   }
   EXPECT_DOUBLE_EQ(routed, 2 * 2 * expert);
   EXPECT_DOUBLE_EQ(shared, 2 * 1 * expert);
-  // The shared expert's tokens stay home: the expert GEMMs see 512 x (2 routed + 1 shared) tokens,
-  // and only the routed copies travel.
-  EXPECT_EQ(find_op(evaluated, "expert_up", PP_PHASE_FORWARD).m, 512 * 3);
+  // The shared expert's tokens stay home: it is a dense GEMM over the rank's 512 tokens (gate and
+  // up in one, n = 2 x 512). The routed copies (512 x 2 per rank, 1/8 to each expert) travel: a
+  // rank's 2 local experts each get 128 copies from each of the 4 ranks, one grouped GEMM of 2.
+  const pp_op& shared_up = find_op(evaluated, "shared_expert_up", PP_PHASE_FORWARD);
+  EXPECT_EQ(shared_up.m, 512);
+  EXPECT_EQ(shared_up.n, 2 * 512);
+  const pp_op& routed_up = find_op(evaluated, "expert_up", PP_PHASE_FORWARD);
+  EXPECT_EQ(routed_up.m, 512 * 2 / 8 * 4);
+  EXPECT_EQ(routed_up.count, 8 / 4);
+  EXPECT_EQ(routed_up.n, 2 * 512);
+  EXPECT_DOUBLE_EQ(routed_up.flops, 2.0 * (512 * 2 / 8 * 4) * (2 * 512) * 1024 * 2);
   EXPECT_EQ(find_op(evaluated, "ep_dispatch", PP_PHASE_FORWARD).bytes, 512 * 2 * 1024 * 2 * 1.0);
+}
+
+// One Mixtral MoE layer on one GPU, op by op as Megatron-Core's MoELayer runs it (router.py,
+// token_dispatcher.py, experts.py TEGroupedMLP), each figure from the shapes above.
+TEST(ExpertParallel, TheMoELayerOpByOp) {
+  test::Evaluated one = test::evaluate_recipe(mixtral_recipe(1, "degree = 1\n", 1));
+  const double copies = kSeq * kTopK;  // 8192 routed token copies per micro-batch
+  EXPECT_EQ(find_op(one, "router", PP_PHASE_FORWARD).n, kExperts);
+  // Scores: fp32 logits read and probabilities written per token and expert, the k chosen scores
+  // (fp32) and their indices (int64) written per copy.
+  EXPECT_EQ(find_op(one, "router_topk", PP_PHASE_FORWARD).bytes, kSeq * kExperts * 8 + copies * 12);
+  // Permute gathers each copy's bf16 row (read and write); unpermute reads the k outputs and the
+  // scores and writes each token's row.
+  EXPECT_EQ(find_op(one, "moe_permute", PP_PHASE_FORWARD).bytes, 2 * 2 * copies * kHidden);
+  EXPECT_EQ(find_op(one, "moe_unpermute", PP_PHASE_FORWARD).bytes, 2 * (copies + kSeq) * kHidden + 4 * copies);
+  EXPECT_EQ(find_op(one, "moe_permute", PP_PHASE_BACKWARD).bytes, 2 * 2 * 2 * copies * kHidden);
+  // A grouped GEMM: one GEMM per expert of 8192 / 8 = 1024 copies, fc1 holding gate and up.
+  const pp_op& up = find_op(one, "expert_up", PP_PHASE_FORWARD);
+  EXPECT_EQ(up.m, 1024);
+  EXPECT_EQ(up.n, 2 * kExpertFfn);
+  EXPECT_EQ(up.k, kHidden);
+  EXPECT_EQ(up.count, kExperts);
+  const pp_op& down = find_op(one, "expert_down", PP_PHASE_FORWARD);
+  EXPECT_EQ(down.m * down.count, copies);
+  EXPECT_EQ(down.n, kHidden);
+  EXPECT_EQ(down.k, kExpertFfn);
+  EXPECT_DOUBLE_EQ(find_op(one, "expert_down", PP_PHASE_BACKWARD).flops, 2 * 2.0 * copies * kHidden * kExpertFfn);
+  // No separate gate GEMM, and no shared experts in Mixtral.
+  for (const pp_op& op : one.composed.plan->op_list()) {
+    EXPECT_NE(std::string(op.name), "expert_gate");
+    EXPECT_NE(std::string(op.name), "shared_expert_up");
+  }
+  // The grouped GEMM's 8 GEMMs of 1024 rows cost more than one GEMM of 8192 rows would on the
+  // same hardware (each pays its fixed cost), and ep = 8 turns them into one GEMM of 8192 rows
+  // per rank: a rank's expert time falls by more than 8x.
+  test::Evaluated eight = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\n", 8));
+  const pp_op& local = find_op(eight, "expert_up", PP_PHASE_FORWARD);
+  EXPECT_EQ(local.m, 1024 * 8);
+  EXPECT_EQ(local.count, 1);
+  // With one local expert the all-to-all's chunks arrive in expert order: no sort pass.
+  EXPECT_EQ(find_op(eight, "moe_permute", PP_PHASE_FORWARD).bytes, 2 * 2 * copies * kHidden);
+}
+
+// With several local experts, Megatron's all-to-all dispatcher sorts the received chunks by expert
+// (sort_chunks_by_idxs) after the dispatch and back before the combine: one more pass each way
+// over the copies the rank receives.
+TEST(ExpertParallel, SeveralLocalExpertsSortTheirChunks) {
+  test::Evaluated four = test::evaluate_recipe(mixtral_recipe(4, "degree = 4\n", 4));
+  const double copies = kSeq * kTopK, received = copies;  // balanced: a rank receives what it sends
+  EXPECT_EQ(find_op(four, "moe_permute", PP_PHASE_FORWARD).bytes, 2 * 2 * copies * kHidden + 2 * 2 * received * kHidden);
+  EXPECT_EQ(find_op(four, "moe_unpermute", PP_PHASE_FORWARD).bytes,
+            2 * (copies + kSeq) * kHidden + 4 * copies + 2 * 2 * received * kHidden);
+  EXPECT_EQ(find_op(four, "expert_up", PP_PHASE_FORWARD).count, 2);
+  EXPECT_EQ(find_op(four, "expert_up", PP_PHASE_FORWARD).m, 1024 * 4);
+  // The all-gather dispatcher gathers every token and masks: no sort.
+  test::Evaluated gathered = test::evaluate_recipe(mixtral_recipe(4, "degree = 4\ndispatcher = \"allgather\"\n", 4));
+  EXPECT_EQ(find_op(gathered, "moe_permute", PP_PHASE_FORWARD).bytes, 2 * 2 * copies * kHidden);
 }
 
 TEST(ExpertParallel, RouterAuxiliaryLossIsAMemoryPass) {

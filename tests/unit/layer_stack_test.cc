@@ -370,9 +370,10 @@ TEST(LayerStack, DeepSeekV3FitsOnItsPublishedLayout) {
   const test::Evaluated kept = test::evaluate_recipe(recipe(""));
   EXPECT_GT(kept.number("memory.per_gpu_bytes"), 80e9);
   // The recomputed modules' activations are what differs: Q, K, V of every MLA layer, the norms'
-  // outputs, the experts' activation outputs; the model state is the same.
-  EXPECT_DOUBLE_EQ(trained.number("memory.parameters_bytes"), kept.number("memory.parameters_bytes"));
-  EXPECT_LT(trained.number("memory.activations_bytes"), kept.number("memory.activations_bytes"));
+  // outputs, the experts' activation outputs; the model state is the same (stage 1: four MoE
+  // layers either way; which stage is the fullest may differ).
+  EXPECT_DOUBLE_EQ(trained.number("stages.1.parameters_bytes"), kept.number("stages.1.parameters_bytes"));
+  EXPECT_LT(trained.number("stages.1.activations_bytes"), kept.number("stages.1.activations_bytes"));
 }
 
 // The rank programs (simulate, MPI, Chakra) walk each layer's own kind: its ops and its
@@ -423,7 +424,10 @@ TEST(LayerStack, PerStageMemoryIsTheHandCalculation) {
     const double h = 7168, a = 128, q_lora = 1536, kv_lora = 512, nope = 128, rope = 64, v = 128, tokens = 4096;
     const double per_layer = mla(h, a, q_lora, kv_lora, nope, rope, v) + 2 * h + h * 256 + swiglu(h, 2048);
     const double routed = 256 * swiglu(h, 2048) / 64;
-    const double kept = 2 * h + 2 * (q_lora + kv_lora) + 2 * rope + 1 * a * v + 2 * h + 4 * 256 + 1 * 9 * h + 2 * 2 * 9 * 2048;
+    // The 8 routed copies keep their FP8 input and SwiGLU's two bf16 halves (moe_act recomputed);
+    // the shared expert keeps its halves and its FP8 product: 2 x 2 + 1 bytes per element.
+    const double kept = 2 * h + 2 * (q_lora + kv_lora) + 2 * rope + 1 * a * v + 2 * h + 4 * 256 + 1 * 8 * h +
+                        2 * 2 * 8 * 2048 + (2 * 2 + 1) * 2048;
     expect_stage(scenario("deepseek-v3-2048xh800.toml"), 1, 4 * per_layer, 4 * routed, 128, 2, kept * tokens * 4 * 15);
   }
   {  // GPT-OSS-120B, stage 0 of 4: the embedding and 9 layers, bf16, layernorm + moe_act recomputed.
@@ -441,7 +445,8 @@ TEST(LayerStack, PerStageMemoryIsTheHandCalculation) {
     const double attention = gqa(h, 32, 2, 128) + h;
     const double kept_mamba = 2 * h + g * h + 2 * (2 * D + 2 * G * N + H) + 2 * (D + 2 * G * N) + 4 * H * 64 * N / 128 +
                               2 * D + g * D;
-    const double kept_moe = 2 * h + g * h + 4 * E + g * 8 * h + (2 + g) * 8 * 1856;
+    // 6 routed copies of the input; the routed and the shared experts' hidden (2 + g bytes each).
+    const double kept_moe = 2 * h + g * h + 4 * E + g * 6 * h + (2 + g) * (6 * 1856 + 3712);
     const double kept_attention = 2 * h + g * h + 2 * q + 4 * kv + g * q;
     const double activations = (23 * kept_mamba + 23 * kept_moe + 6 * kept_attention + 4 * vocab) * tokens;
     expect_stage(scenario("nemotron-3-nano-8xb300.toml"), 0, 23 * mamba + 23 * moe_dense + 6 * attention + 2 * vocab * h + h,

@@ -6,8 +6,10 @@
 // on every rank). In every MoE layer the ranks route their own tokens, send each token's top-k
 // copies to the ranks that hold the chosen experts (dispatch), run their local experts on
 // whatever arrives, and send the results back (combine). Averaged over the group a rank receives
-// as many routed tokens as it sent, tokens x top_k, so the expert GEMMs keep their shape; the
-// busiest rank receives (1 + imbalance) times the mean and sets the pace of everyone.
+// as many routed tokens as it sent, tokens x top_k, now over E/e experts: its grouped GEMM runs
+// E/e GEMMs of e times the rows each (fewer, larger GEMMs, closer to the plateau); the busiest
+// rank receives (1 + imbalance) times the mean and sets the pace of everyone. The shared experts
+// are a dense MLP on the rank's own tokens and do not move.
 //
 // How many tokens a rank processes and moves (its load, relative to the mean):
 //   capacity_factor = 0 (dropless, Megatron-Core's default): 1 + imbalance.
@@ -131,14 +133,15 @@ class ExpertParallel : public paraplan::Strategy {
       if (layer.mlp != PP_MLP_MOE) continue;
       const double experts = static_cast<double>(layer.experts), top_k = static_cast<double>(layer.top_k);
       const double width = static_cast<double>(layer.expert_ffn_hidden);
-      // Shared experts as experts of the routed width (the workload builder counts them so).
+      // The shared experts' parameters, in routed experts of the same width.
       const double shared = width > 0 ? static_cast<double>(layer.shared_ffn_hidden) / width : 0.0;
-      // Shared experts see the rank's own tokens, routed experts `load` x the mean.
-      const double compute_scale = (top_k * load + shared) / (top_k + shared);
       const double routed_fraction = experts / (experts + shared);  // of the expert parameters
-      const double tokens = tokens_per_rank(plan.view(), kind, top_k + shared);
-      divide_work(plan, kind, compute_scale, routed_fraction, static_cast<double>(e));
-      if (e > 1) add_token_exchange(plan, kind, ep_axis, context, tokens, top_k, load);
+      const double tokens = tokens_per_rank(plan.view(), kind, top_k);
+      divide_work(plan, kind, load, routed_fraction, static_cast<double>(e));
+      if (e > 1) {
+        add_token_exchange(plan, kind, ep_axis, context, tokens, top_k, load);
+        if (!all_gather_ && experts / static_cast<double>(e) > 1) sort_received_chunks(plan, kind, tokens * top_k * load, context.model.hidden);
+      }
       add_aux_loss(plan, kind, context, tokens * experts * 4.0);
     }
   }
@@ -151,16 +154,21 @@ class ExpertParallel : public paraplan::Strategy {
     return pad_to_capacity_ ? capacity_factor_ : std::min(demand, capacity_factor_);
   }
 
-  // The tokens of one micro-batch on this rank, as the workload sized the experts' input.
-  static double tokens_per_rank(const paraplan::PlanView& view, uint32_t kind, double visits_per_token) {
+  // The tokens of one micro-batch on this rank, as the workload sized the experts' grouped GEMM
+  // (one GEMM per expert of the copies it receives: m x count = tokens x top_k).
+  static double tokens_per_rank(const paraplan::PlanView& view, uint32_t kind, double top_k) {
     for (uint32_t i : view.ops_named_in(PP_OP_EXPERT_UP, kind))
-      if (view.ops()[i].phase == PP_PHASE_FORWARD) return view.ops()[i].m / visits_per_token;
+      if (view.ops()[i].phase == PP_PHASE_FORWARD) {
+        const pp_op& up = view.ops()[i];
+        return up.m * (up.count > 0 ? up.count : 1.0) / top_k;
+      }
     throw paraplan::InvalidArgument("the plan has no forward 'expert_up' op to size the token exchange from");
   }
 
   // Routed-expert state divides by e; shared-expert state, split off into "*.shared_experts",
-  // stays whole. Expert compute and activations follow this rank's load.
-  void divide_work(paraplan::PlanEditor& plan, uint32_t kind, double compute_scale, double routed_fraction, double e) const {
+  // stays whole. Expert compute and activations follow this rank's load: the grouped GEMM holds
+  // E/e experts, each receiving the copies of e ranks' tokens (e x load x its mean share).
+  void divide_work(paraplan::PlanEditor& plan, uint32_t kind, double load, double routed_fraction, double e) const {
     const paraplan::PlanView view = plan.view();
     const std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
     const std::vector<uint32_t> memory_kinds(view.raw().memory_layer_kinds, view.raw().memory_layer_kinds + memory.size());
@@ -169,7 +177,7 @@ class ExpertParallel : public paraplan::Strategy {
       pp_memory_item item = memory[i];
       std::string_view name = item.name;
       if (is_expert_activation(name)) {
-        item.bytes *= compute_scale;
+        item.bytes *= load;
         plan.set_memory(i, item);
       } else if (name.ends_with("." PP_MEMORY_SUFFIX_EXPERTS)) {
         if (routed_fraction < 1.0)
@@ -186,9 +194,12 @@ class ExpertParallel : public paraplan::Strategy {
       if (op_kinds[i] != kind) continue;
       pp_op op = ops[i];
       if (is_expert_compute(op.name)) {
-        op.m *= compute_scale;
-        op.flops *= compute_scale;
-        op.bytes *= compute_scale;
+        if (op.kind == PP_OP_GEMM) {
+          op.count /= e;
+          op.m *= e * load;
+        }
+        op.flops *= load;
+        op.bytes *= load;
         plan.set_op(i, op);
       } else if (std::string_view(op.name) == PP_OP_OPTIMIZER_STEP_EXPERTS) {
         if (routed_fraction < 1.0) {
@@ -243,6 +254,23 @@ class ExpertParallel : public paraplan::Strategy {
     for (pp_phase phase : phases) {
       bool swap = all_gather_ && phase == PP_PHASE_BACKWARD;
       plan.insert_layer_op(at++, exchange_op(PP_OP_EP_COMBINE, phase, swap ? dispatch_kind : combine_kind, ep_axis, bytes), kind);
+    }
+  }
+
+  // Megatron's all-to-all dispatcher receives one chunk per source rank and local expert and sorts
+  // them by expert after the dispatch (sort_chunks_by_idxs), and back before the combine: one
+  // more pass over the received copies each way, as the permutations are (2-byte rows read and
+  // written; backward twice). The all-gather dispatcher's masked gather needs none.
+  static void sort_received_chunks(paraplan::PlanEditor& plan, uint32_t kind, double received_copies, int64_t hidden) {
+    const double bytes = 2.0 * kActivationBytes * received_copies * static_cast<double>(hidden);
+    const std::vector<pp_op> ops(plan.view().ops().begin(), plan.view().ops().end());
+    const std::vector<uint32_t> op_kinds(plan.view().raw().op_layer_kinds, plan.view().raw().op_layer_kinds + ops.size());
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      const std::string_view name = ops[i].name;
+      if (op_kinds[i] != kind || (name != PP_OP_MOE_PERMUTE && name != PP_OP_MOE_UNPERMUTE)) continue;
+      pp_op op = ops[i];
+      op.bytes += bytes * (op.phase == PP_PHASE_BACKWARD ? 2.0 : 1.0);
+      plan.set_op(i, op);
     }
   }
 

@@ -179,8 +179,9 @@ class SequenceParallel : public paraplan::Strategy {
         plan.set_op(i, op);
       } else if (name == PP_OP_ATTN_NORM || name == PP_OP_MLP_NORM || name == PP_OP_ATTN_RESIDUAL ||
                  name == PP_OP_MLP_RESIDUAL || name == PP_OP_FP8_CAST_SEQ || name == PP_OP_FINAL_NORM ||
-                 name == PP_OP_EMBEDDING) {
-        op.bytes /= t;  // norms, dropout and residuals now run on s/t tokens
+                 name == PP_OP_EMBEDDING || name == PP_OP_ROUTER_TOPK || name == PP_OP_MOE_PERMUTE ||
+                 name == PP_OP_MOE_UNPERMUTE) {
+        op.bytes /= t;  // norms, dropout, residuals and the routing of this rank's tokens now run on s/t
         plan.set_op(i, op);
       }
     }

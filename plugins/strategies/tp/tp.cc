@@ -101,7 +101,10 @@ class TensorParallel : public paraplan::Strategy {
     else if (name == PP_OP_ATTENTION_CORE) op.count /= t;
     else if (name == PP_OP_ATTENTION_SCORES || name == PP_OP_ATTENTION_CONTEXT) op.m /= t;  // heads are stacked in m
     else if (name == PP_OP_ATTENTION_SOFTMAX) op.bytes /= t;  // the scores of this rank's heads
-    else if (name == PP_OP_MLP_ACT || name == PP_OP_EXPERT_ACT || name == PP_OP_LOSS || name == PP_OP_MTP_LOSS) op.bytes /= t;
+    else if (name == PP_OP_SHARED_EXPERT_DOWN) op.k /= t;  // row-parallel; reduced with the routed experts' output
+    else if (name == PP_OP_MLP_ACT || name == PP_OP_EXPERT_ACT || name == PP_OP_SHARED_EXPERT_ACT || name == PP_OP_LOSS ||
+             name == PP_OP_MTP_LOSS)
+      op.bytes /= t;
     else if (name == PP_OP_FP8_CAST_TENSOR || name == PP_OP_FP8_CAST_EXPERT) op.bytes /= t;
     else if (name.starts_with(PP_OP_OPTIMIZER_STEP)) op.bytes /= t;  // each rank updates its 1/t of the weights
     else return false;
@@ -112,10 +115,12 @@ class TensorParallel : public paraplan::Strategy {
   // Column-parallel GEMMs (outputs split), row-parallel ones (inputs split). MLA's down
   // projections stay replicated (Megatron-LM builds them duplicated), its up projections are
   // column-parallel; a Mamba-2 mixer's in_proj is column-, its out_proj row-parallel; the MTP
-  // module's logits are vocabulary-parallel like the head's.
+  // module's logits are vocabulary-parallel like the head's. An MoE layer's shared experts are
+  // split like a dense MLP, but their output joins the routed experts' before the one reduction
+  // (Megatron's SharedExpertMLP), and their input gradient joins the experts' block.
   static bool is_column(std::string_view name) {
     return name == PP_OP_QKV || name == PP_OP_MLP_UP || name == PP_OP_MLP_GATE || name == PP_OP_EXPERT_UP ||
-           name == PP_OP_EXPERT_GATE || name == PP_OP_LOGITS || name == PP_OP_MLA_Q_UP || name == PP_OP_MLA_KV_UP ||
+           name == PP_OP_EXPERT_GATE || name == PP_OP_SHARED_EXPERT_UP || name == PP_OP_LOGITS || name == PP_OP_MLA_Q_UP || name == PP_OP_MLA_KV_UP ||
            name == PP_OP_MAMBA_IN_PROJ || name == PP_OP_MTP_LOGITS;
   }
   static bool is_row(std::string_view name) {
@@ -192,7 +197,7 @@ class TensorParallel : public paraplan::Strategy {
   static int block_of(std::string_view name) {
     if (name == PP_OP_QKV || name == PP_OP_MLA_Q_UP || name == PP_OP_MLA_KV_UP || name == PP_OP_MAMBA_IN_PROJ) return 1;
     if (name == PP_OP_MLP_UP || name == PP_OP_MLP_GATE) return 2;
-    if (name == PP_OP_EXPERT_UP || name == PP_OP_EXPERT_GATE) return 3;
+    if (name == PP_OP_EXPERT_UP || name == PP_OP_EXPERT_GATE || name == PP_OP_SHARED_EXPERT_UP) return 3;
     return 0;
   }
 

@@ -46,6 +46,16 @@
 #define PP_OP_EXPERT_GATE "expert_gate"
 #define PP_OP_EXPERT_ACT "expert_act"
 #define PP_OP_EXPERT_DOWN "expert_down"
+/* ABI 1.6: an MoE layer as Megatron-Core runs it. The routed experts' GEMMs are grouped: one
+ * GEMM per expert (count = experts held, m = the tokens one expert receives); the shared experts
+ * run as a dense MLP on every token; the router's scoring, top-k and normalisation, and the
+ * permutation of token copies into expert order and back, are memory-bound passes. */
+#define PP_OP_ROUTER_TOPK "router_topk"
+#define PP_OP_MOE_PERMUTE "moe_permute"
+#define PP_OP_MOE_UNPERMUTE "moe_unpermute"
+#define PP_OP_SHARED_EXPERT_UP "shared_expert_up"
+#define PP_OP_SHARED_EXPERT_ACT "shared_expert_act"
+#define PP_OP_SHARED_EXPERT_DOWN "shared_expert_down"
 /* ABI 1.6: multi-head latent attention (the down projections are replicated over tp, the up
  * projections column-parallel like qkv), a Mamba-2 mixer (in_proj column-, out_proj row-parallel;
  * attn_norm and attn_residual are any token mixer's norm and residual add), and a
@@ -128,6 +138,7 @@
 #define PP_MEMORY_ACT_EXPERT_INPUT "act.expert.input"
 #define PP_MEMORY_ACT_EXPERT_HIDDEN "act.expert.hidden"
 #define PP_MEMORY_ACT_MLP_HIDDEN "act.tensor.mlp_hidden"
+#define PP_MEMORY_ACT_SHARED_EXPERT_HIDDEN "act.tensor.shared_expert_hidden" /* ABI 1.6 */
 #define PP_MEMORY_ACT_MLP_DROPOUT_MASK "act.seq.mlp_dropout_mask"
 /* ABI 1.6: MLA's latents, a Mamba-2 mixer's tensors, a multi-token-prediction module's. */
 #define PP_MEMORY_ACT_MLA_LATENT "act.seq.mla_latent"             /* q and kv latents (replicated projections) */

@@ -14,8 +14,11 @@
  *   scope EMBEDDING: "embedding"
  *   scope LAYER:     "attn_norm", "qkv", "attention_core", "attn_out", "attn_residual", "mlp_norm",
  *                    "mlp_up", "mlp_gate" (SwiGLU only), "mlp_act", "mlp_down", "mlp_residual", and
- *                    for MoE layers "router", "expert_up", "expert_gate", "expert_act",
- *                    "expert_down"; without fused attention, "attention_core" is two batched GEMMs,
+ *                    for MoE layers "router", "router_topk", "moe_permute", "expert_up" (the
+ *                    grouped fc1: count = experts held, m = copies per expert; gate and up halves
+ *                    in one, so "expert_gate" is no longer emitted), "expert_act", "expert_down",
+ *                    "moe_unpermute" and, with shared experts, "shared_expert_up",
+ *                    "shared_expert_act", "shared_expert_down"; without fused attention, "attention_core" is two batched GEMMs,
  *                    "attention_scores" and "attention_context" (heads stacked in m), plus
  *                    "attention_softmax", the scores' trips through memory; with FP8 GEMMs the
  *                    casts "fp8_cast_seq", "fp8_cast_tensor" and "fp8_cast_expert"
