@@ -195,6 +195,8 @@ MeasuredRun read_run(const CsvRecord& record, const Header& header, const std::s
   run.etp = row.integer("etp", 1);
   run.fsdp = row.integer("fsdp", 1);
   run.forced_balance = row.choice("moe_balance", {"forced"}).has_value();
+  run.moe_dispatcher = row.choice("moe_dispatcher", {"alltoall", "allgather", "flex"});
+  run.moe_a2a_overlap = row.boolean("moe_a2a_overlap");
 
   run.micro_batch = row.integer("micro_batch", 1);
   run.global_batch = row.required_integer("global_batch", 1);
@@ -241,7 +243,8 @@ const std::vector<std::string>& standard_columns() {
 const std::vector<std::string>& optional_columns() {
   static const std::vector<std::string> columns = [] {
     std::vector<std::string> all = {"flash_attention", "tp_comm_overlap", "dp_comm_overlap", "attention", "layer_pattern",
-                                    "etp", "fsdp", "moe_balance", "recompute_modules", "measured_memory_gib"};
+                                    "etp", "fsdp", "moe_balance", "moe_dispatcher", "moe_a2a_overlap",
+                                    "recompute_modules", "measured_memory_gib"};
     all.insert(all.end(), layer_stack_columns().begin(), layer_stack_columns().end());
     return all;
   }();

@@ -5,7 +5,8 @@
 // Optional columns that may follow: flash_attention, tp_comm_overlap, dp_comm_overlap (blank:
 // flash attention on, TP overlap off, DP overlap on), and modern.csv's (recipes/validation/
 // README.md): the layer stack, each column the [model] key of its name, etp, fsdp, moe_balance,
-// recompute_modules and measured_memory_gib. Every field is checked here, so a malformed
+// recompute_modules and measured_memory_gib, and paraplan's two from modern.csv's notes:
+// moe_dispatcher (alltoall | allgather | flex) and moe_a2a_overlap. Every field is checked here, so a malformed
 // file fails before anything is evaluated, with "FILE:LINE: column 'tp': 'x' is not an integer
 // >= 1" (InputError, exit 3). Whether a well-formed row describes a plan that can run is decided
 // later, row by row (run_recipe.h).
@@ -57,6 +58,8 @@ struct MeasuredRun {
   std::optional<int64_t> etp;   // Megatron-LM's --expert-tensor-parallel-size
   std::optional<int64_t> fsdp;  // with zero_stage 3: ranks one shard group spans (the rest replicate)
   bool forced_balance = false;  // moe_balance = forced: experts got a uniform share of tokens
+  std::optional<std::string> moe_dispatcher;  // Megatron's --moe-token-dispatcher-type (flex: DeepEP/HybridEP)
+  std::optional<bool> moe_a2a_overlap;        // Megatron's --overlap-moe-expert-parallel-comm
 
   // [training]
   std::optional<int64_t> micro_batch;

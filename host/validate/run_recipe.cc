@@ -182,6 +182,8 @@ std::string run_recipe_text(const MeasuredRun& run) {
   if (run.ep > 1) {
     recipe.strategy("ep");
     recipe.integer("degree", run.ep);
+    if (run.moe_dispatcher) recipe.string("dispatcher", *run.moe_dispatcher);
+    if (run.moe_a2a_overlap == true) recipe.boolean("overlap", true);
   }
   if (run.fsdp && *run.fsdp < run.dp) {
     // ZeRO-3 inside groups of `fsdp` ranks, replicated across them (FSDP's HYBRID_SHARD).

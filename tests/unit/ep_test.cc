@@ -258,6 +258,54 @@ TEST(ExpertParallel, SeveralLocalExpertsSortTheirChunks) {
   EXPECT_EQ(find_op(gathered, "moe_permute", PP_PHASE_FORWARD).bytes, 2 * 2 * copies * kHidden);
 }
 
+// DeepEP and HybridEP (Megatron's flex dispatcher) send a token once to each rank holding any of
+// its experts. Mixtral on ep = 4: 2 experts per rank, top-2 of 8; a rank is missed by both
+// choices with probability C(6, 2) / C(8, 2) = 15/28, so a token reaches 4 x 13/28 ranks on
+// average against 2 copies for the all-to-all dispatcher. Neither the sort of received chunks
+// nor anything else changes.
+TEST(ExpertParallel, FlexDispatchSendsATokenOncePerRank) {
+  const double tokens = kSeq, row = kHidden * 2;
+  test::Evaluated alltoall = test::evaluate_recipe(mixtral_recipe(4, "degree = 4\n", 4));
+  test::Evaluated flex = test::evaluate_recipe(mixtral_recipe(4, "degree = 4\ndispatcher = \"flex\"\n", 4));
+  EXPECT_DOUBLE_EQ(find_op(alltoall, "ep_dispatch", PP_PHASE_FORWARD).bytes, tokens * kTopK * row);
+  EXPECT_NEAR(find_op(flex, "ep_dispatch", PP_PHASE_FORWARD).bytes, tokens * 4 * 13.0 / 28 * row, 1e-6);
+  EXPECT_NEAR(find_op(flex, "ep_combine", PP_PHASE_BACKWARD).bytes, tokens * 4 * 13.0 / 28 * row, 1e-6);
+  EXPECT_EQ(find_op(flex, "moe_permute", PP_PHASE_FORWARD).bytes, 2 * 2 * tokens * kTopK * kHidden);
+  // One expert per rank (ep = 8): a token's 2 experts are on 2 different ranks, 8 x (1 - 7/8 x 6/7).
+  test::Evaluated one_each = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\ndispatcher = \"flex\"\n", 8));
+  EXPECT_NEAR(find_op(one_each, "ep_dispatch", PP_PHASE_FORWARD).bytes, tokens * 2 * row, 1e-6);
+}
+
+// Batch-level overlap (Megatron-LM --overlap-moe-expert-parallel-comm): each all-to-all is split
+// into a critical share x = 1/m + (1 - 1/m) x 20/132 and an overlappable rest. Mixtral, 8 GPUs,
+// global batch 32, micro-batch 1: m = 32 / 8 = 4 micro-batches per rank.
+TEST(ExpertParallel, OverlapLeavesTheUnpairedPassesAndTheSmShareExposed) {
+  test::Evaluated plain = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\n"));
+  test::Evaluated hidden = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\noverlap = true\n"));
+  const double m = 4, x = 1 / m + (1 - 1 / m) * 20.0 / 132;
+  const double buffer = kSeq * kTopK * kHidden * 2;
+  int exposed = 0, overlapped = 0;
+  for (const pp_op& op : hidden.composed.plan->op_list()) {
+    if (std::string(op.name) != "ep_dispatch" || op.phase != PP_PHASE_FORWARD) continue;
+    if (op.overlap == PP_OVERLAP_NONE) {
+      EXPECT_NEAR(op.bytes, x * buffer, 1e-6);
+      ++exposed;
+    } else {
+      EXPECT_NEAR(op.bytes, (1 - x) * buffer, 1e-6);
+      ++overlapped;
+    }
+  }
+  EXPECT_EQ(exposed, 1);
+  EXPECT_EQ(overlapped, 1);
+  // The bytes on the wire are the same. Every all-to-all's exposed time, on NVLink (7 x 2 us of
+  // latency, 7/8 of the buffer at 450 GB/s x 0.80), keeps its latency and x of its transfer; the
+  // rest hides behind the experts' compute.
+  EXPECT_DOUBLE_EQ(hidden.number("comm.ep.bytes_per_gpu_per_step"), plain.number("comm.ep.bytes_per_gpu_per_step"));
+  const double latency = 7 * 2e-6, transfer = 7.0 / 8 * buffer / (450e9 * 0.80);
+  EXPECT_NEAR(hidden.number("time.exposed_comm_s.ep") / plain.number("time.exposed_comm_s.ep"),
+              (latency + x * transfer) / (latency + transfer), 1e-9);
+}
+
 TEST(ExpertParallel, RouterAuxiliaryLossIsAMemoryPass) {
   test::Evaluated evaluated = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\n"));
   const pp_op& forward = find_op(evaluated, "router_aux_loss", PP_PHASE_FORWARD);

@@ -448,6 +448,24 @@ TEST(Validate, ModernColumnsReachTheRecipe) {
     EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
   expect_error<PlanError>([&] { run_recipe_text(runs[1]); },
                           {"etp = 1 differs from tp = 2: expert tensor parallelism apart from tp is not modelled yet"});
+  // The dispatcher and the all-to-all's overlap (paraplan's columns, from the rows' notes) become
+  // the ep strategy's keys; blank leaves its defaults; anything else names the column.
+  Row flex = pinned_row("moe-flex");
+  flex["tp"] = "1", flex["dp"] = "4", flex["moe_experts"] = "8", flex["moe_top_k"] = "2", flex["ep"] = "2";
+  flex["moe_dispatcher"] = "flex", flex["moe_a2a_overlap"] = "true";
+  Row plain = flex;
+  plain["id"] = "moe-plain", plain["moe_dispatcher"] = "", plain["moe_a2a_overlap"] = "";
+  const std::vector<MeasuredRun> moe_runs = runs_of({flex, plain}, columns);
+  const std::string flex_text = run_recipe_text(moe_runs[0]);
+  EXPECT_NE(flex_text.find("name = \"ep\"\ndegree = 2\ndispatcher = \"flex\"\noverlap = true\n"), std::string::npos)
+      << flex_text;
+  const std::string plain_text = run_recipe_text(moe_runs[1]);
+  EXPECT_EQ(plain_text.find("dispatcher"), std::string::npos) << plain_text;
+  EXPECT_EQ(plain_text.find("overlap = true"), std::string::npos) << plain_text;
+  Row bad = flex;
+  bad["moe_dispatcher"] = "deepep";
+  expect_error<InputError>([&] { parse_measured_runs(csv_text({bad}, columns), "bad.csv"); },
+                           {"bad.csv:2: column 'moe_dispatcher': 'deepep' is not one of alltoall|allgather|flex"});
 
   const Prediction prediction = predict(runs[0]);
   ASSERT_TRUE(prediction.evaluated()) << prediction.reason;

@@ -208,6 +208,9 @@ class DeepSpeed : public paraplan::Exporter {
                             "deepspeed.moe.layer.MoE(num_experts=" + std::to_string(plan.model().moe_experts) +
                             ", ep_size=" + std::to_string(ep) + ", k=" + std::to_string(plan.model().moe_top_k) +
                             (capacity.empty() ? "" : ", capacity_factor=" + capacity) + ")");
+      if (ep_strategy && (ep_strategy->setting("dispatcher") == "flex" || ep_strategy->flag("overlap")))
+        unexpressed.push_back("ep dispatcher flex and ep overlap: DeepSpeed-MoE dispatches by all-to-all on the "
+                              "critical path");
     }
     if (training.optimizer == PP_OPTIMIZER_SGD)
       unexpressed.push_back("optimizer sgd: no optimizer section written; pass torch.optim.SGD to "

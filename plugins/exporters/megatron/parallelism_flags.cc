@@ -182,6 +182,18 @@ void translate_experts(const paraplan::PlanView& plan, const Strategy& strategy,
   out.parallelism.add("--expert-tensor-parallel-size", plan.axis_degree(PP_AXIS_TP));
   const std::string dispatcher = strategy.setting("dispatcher");
   out.moe.add("--moe-token-dispatcher-type", dispatcher.empty() ? "alltoall" : dispatcher);
+  // The flex dispatcher priced (a token sent once per rank that holds its experts) is DeepEP's
+  // and HybridEP's; DeepEP runs across nodes as well as inside one.
+  if (dispatcher == "flex") out.moe.add("--moe-flex-dispatcher-backend", "deepep");
+  if (strategy.flag("overlap")) {
+    out.moe.add("--overlap-moe-expert-parallel-comm");
+    if (dispatcher == "allgather")
+      out.unexpressed.push_back("ep overlap with the allgather dispatcher: Megatron-LM overlaps the expert "
+                                "all-to-alls of the alltoall and flex dispatchers only");
+    if (plan.pipeline().stages > 1 && plan.pipeline().virtual_stages <= 1)
+      out.unexpressed.push_back("ep overlap with a non-interleaved pipeline: Megatron-LM's combined 1F1B "
+                                "runs with PP = 1 or virtual pipeline stages only");
+  }
   const std::string capacity = strategy.setting("capacity_factor");
   const double capacity_factor = capacity.empty() ? 0.0 : std::stod(capacity);
   if (capacity_factor > 0.0) {

@@ -292,6 +292,12 @@ class Torchtitan : public paraplan::Exporter {
                               std::to_string(shard * cp) + "; the plan's data parallelism does not shard that far");
       if (ep_strategy && ep_strategy->setting("dispatcher") == "allgather")
         unexpressed.push_back("ep dispatcher allgather: torchtitan dispatches tokens by all-to-all only");
+      if (ep_strategy && ep_strategy->setting("dispatcher") == "flex")
+        unexpressed.push_back("ep dispatcher flex (DeepEP/HybridEP, one copy per rank): written as torchtitan's "
+                              "all-to-all, which sends a copy per chosen expert");
+      if (ep_strategy && ep_strategy->flag("overlap"))
+        unexpressed.push_back("ep overlap: torchtitan has no batch-level overlap of the expert all-to-alls; "
+                              "they run on the critical path");
       const std::string capacity = ep_strategy ? ep_strategy->setting("capacity_factor") : "";
       if (!capacity.empty() && std::stod(capacity) > 0.0)
         unexpressed.push_back("ep capacity_factor = " + capacity +

@@ -24,6 +24,11 @@
 // experts need the tokens; the next layer needs the results):
 //   dispatcher = "alltoall": all-to-all dispatch and combine forward, their two conjugate
 //     all-to-alls backward; buffer per all-to-all = routed tokens x hidden x 2 bytes x load.
+//   dispatcher = "flex" (Megatron's MoEFlexTokenDispatcher with DeepEP or HybridEP): a token goes
+//     once to each rank that holds any of its top_k experts, not once per expert, and the rank
+//     expands it to its local experts: the buffer is tokens x D x hidden x 2 bytes x load, D the
+//     expected number of distinct ranks among a token's top_k experts under uniform routing,
+//     e x (1 - C(E - E/e, k) / C(E, k)) (k when every expert is on its own rank).
 //   dispatcher = "allgather" (Megatron's MoEAllGatherTokenDispatcher): every rank all-gathers
 //     the group's tokens (each once, not top_k times) and keeps those for its experts; the
 //     combine is a reduce-scatter of the group's outputs; backward swaps the two. Buffer
@@ -33,6 +38,17 @@
 //     probabilities it also gathers (tokens x experts x 5 bytes) are under 1 % and left out.
 // With full recomputation the forward pair runs again during backward (phase RECOMPUTE), as
 // the workload builder re-runs every layer op.
+//
+// overlap = true (Megatron-LM --overlap-moe-expert-parallel-comm, Megatron-Core 0.14: batch-level
+// overlap, one micro-batch's forward merged with another's backward so each one's all-to-alls
+// run during the other's compute): every exchange op is split in two, the share x of its
+// buffer on the critical path and the rest overlappable with compute, where
+//   x = 1/m + (1 - 1/m) x kOverlapSmShare,
+// 1/m the step's first forward and last backward, which have no partner pass (m micro-batches
+// per data-parallel rank), and kOverlapSmShare the compute the communication kernels take while
+// they run: DeepSeek-V3 (sec. 3.2.2) reserves 20 of an H800's 132 SMs for its all-to-alls,
+// 0.15 of the GPU. A pipeline's warm-up forwards and cool-down backwards are not paired either;
+// they are not counted (docs/cost-model.md, limitations).
 //
 // The router's auxiliary load-balancing loss (Switch, eq. 4) is a memory-bound pass over the
 // fp32 router probabilities: op "router_aux_loss", tokens x experts x 4 bytes read and written.
@@ -88,8 +104,12 @@ class ExpertParallel : public paraplan::Strategy {
              paraplan::ParamSpec::Float("imbalance", 0.0,
                                         "the busiest expert rank receives (1 + imbalance) x the mean routed tokens")
                  .range(0.0, 4.0),
-             paraplan::ParamSpec::Enum("dispatcher", {"alltoall", "allgather"}, "alltoall",
-                                       "token dispatcher (Megatron --moe-token-dispatcher-type)")}};
+             paraplan::ParamSpec::Enum("dispatcher", {"alltoall", "allgather", "flex"}, "alltoall",
+                                       "token dispatcher (Megatron --moe-token-dispatcher-type; flex: DeepEP or HybridEP, "
+                                       "a token sent once per rank that holds its experts)"),
+             paraplan::ParamSpec::Bool("overlap", false,
+                                       "hide one micro-batch's all-to-alls behind another's compute (Megatron-LM "
+                                       "--overlap-moe-expert-parallel-comm)")}};
   }
 
   // Every degree from 2 dividing the experts and the data-parallel size; the routing settings
@@ -100,7 +120,9 @@ class ExpertParallel : public paraplan::Strategy {
       : capacity_factor_(params.float_value("capacity_factor")),
         pad_to_capacity_(params.bool_value("pad_to_capacity")),
         imbalance_(params.float_value("imbalance")),
-        all_gather_(params.string_value("dispatcher") == "allgather") {}
+        all_gather_(params.string_value("dispatcher") == "allgather"),
+        flex_(params.string_value("dispatcher") == "flex"),
+        overlap_(params.bool_value("overlap")) {}
 
   void validate(const paraplan::StrategyContext& context) override {
     const pp_model& model = context.model;
@@ -140,7 +162,7 @@ class ExpertParallel : public paraplan::Strategy {
       divide_work(plan, kind, load, routed_fraction, static_cast<double>(e));
       if (e > 1) {
         add_token_exchange(plan, kind, ep_axis, context, tokens, top_k, load);
-        if (!all_gather_ && experts / static_cast<double>(e) > 1) sort_received_chunks(plan, kind, tokens * top_k * load, context.model.hidden);
+        if (!all_gather_ && !flex_ && experts / static_cast<double>(e) > 1) sort_received_chunks(plan, kind, tokens * top_k * load, context.model.hidden);
       }
       add_aux_loss(plan, kind, context, tokens * experts * 4.0);
     }
@@ -237,24 +259,53 @@ class ExpertParallel : public paraplan::Strategy {
     const double hidden_bytes = tokens * static_cast<double>(context.model.hidden) * kActivationBytes;
     const double e = static_cast<double>(context.degree);
     pp_collective dispatch_kind = PP_COLLECTIVE_ALL_TO_ALL, combine_kind = PP_COLLECTIVE_ALL_TO_ALL;
-    double bytes = hidden_bytes * top_k * load;
+    const pp_layer_kind& layer = plan.view().layer_kinds()[kind];
+    double bytes = hidden_bytes * (flex_ ? distinct_ranks(layer.experts, layer.top_k, context.degree) : top_k) * load;
     if (all_gather_) {
       dispatch_kind = PP_COLLECTIVE_ALL_GATHER;
       combine_kind = PP_COLLECTIVE_REDUCE_SCATTER;
       bytes = e * hidden_bytes;
     }
     const std::vector<pp_phase> phases = layer_phases(context.training);
+    const double exposed = overlap_ ? exposed_share(context.training, plan.view().data_parallel_size()) : 1.0;
+    // Each exchange as its exposed part and, with overlap, its hidden part (same collective).
+    auto insert = [&](uint32_t& at, const char* name, pp_phase phase, pp_collective collective) {
+      plan.insert_layer_op(at++, exchange_op(name, phase, collective, ep_axis, bytes * exposed, PP_OVERLAP_NONE), kind);
+      if (exposed < 1.0)
+        plan.insert_layer_op(at++, exchange_op(name, phase, collective, ep_axis, bytes * (1.0 - exposed), PP_OVERLAP_COMPUTE),
+                             kind);
+    };
     uint32_t at = static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_UP, /*last=*/false));
     for (pp_phase phase : phases) {
       // Backward runs the conjugate: the gradient of an all-gather is a reduce-scatter.
       bool swap = all_gather_ && phase == PP_PHASE_BACKWARD;
-      plan.insert_layer_op(at++, exchange_op(PP_OP_EP_DISPATCH, phase, swap ? combine_kind : dispatch_kind, ep_axis, bytes), kind);
+      insert(at, PP_OP_EP_DISPATCH, phase, swap ? combine_kind : dispatch_kind);
     }
     at = static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_DOWN, /*last=*/true)) + 1;
     for (pp_phase phase : phases) {
       bool swap = all_gather_ && phase == PP_PHASE_BACKWARD;
-      plan.insert_layer_op(at++, exchange_op(PP_OP_EP_COMBINE, phase, swap ? dispatch_kind : combine_kind, ep_axis, bytes), kind);
+      insert(at, PP_OP_EP_COMBINE, phase, swap ? dispatch_kind : combine_kind);
     }
+  }
+
+  // The share of each exchange left on the critical path under batch-level overlap (header).
+  static double exposed_share(const pp_training& training, int64_t data_parallel) {
+    constexpr double kOverlapSmShare = 20.0 / 132.0;
+    const double micro_batches = static_cast<double>(training.global_batch) /
+                                 static_cast<double>(std::max<int64_t>(1, training.micro_batch * data_parallel));
+    const double alone = 1.0 / std::max(1.0, micro_batches);
+    return alone + (1.0 - alone) * kOverlapSmShare;
+  }
+
+  // Expected distinct ranks among a token's top_k experts, chosen uniformly without replacement
+  // from E experts laid E/e per rank: e x (1 - C(E - E/e, k) / C(E, k)).
+  static double distinct_ranks(int64_t experts, int64_t top_k, int64_t ranks) {
+    const double per_rank = static_cast<double>(experts) / static_cast<double>(ranks);
+    double none_on_rank = 1.0;  // C(E - E/e, k) / C(E, k) as a product of k ratios
+    for (int64_t i = 0; i < top_k; ++i)
+      none_on_rank *= std::max(0.0, (static_cast<double>(experts) - per_rank - static_cast<double>(i)) /
+                                        (static_cast<double>(experts) - static_cast<double>(i)));
+    return static_cast<double>(ranks) * (1.0 - none_on_rank);
   }
 
   // Megatron's all-to-all dispatcher receives one chunk per source rank and local expert and sorts
@@ -274,12 +325,13 @@ class ExpertParallel : public paraplan::Strategy {
     }
   }
 
-  static pp_op exchange_op(const char* name, pp_phase phase, pp_collective kind, int32_t axis, double bytes) {
+  static pp_op exchange_op(const char* name, pp_phase phase, pp_collective kind, int32_t axis, double bytes,
+                           pp_overlap overlap) {
     pp_op op = paraplan::make_op(PP_OP_COLLECTIVE, phase, PP_SCOPE_LAYER, name, kName);
     op.collective = kind;
     op.axis = axis;
     op.bytes = bytes;
-    op.overlap = PP_OVERLAP_NONE;
+    op.overlap = overlap;
     return op;
   }
 
@@ -299,6 +351,8 @@ class ExpertParallel : public paraplan::Strategy {
   bool pad_to_capacity_;
   double imbalance_;
   bool all_gather_;
+  bool flex_;
+  bool overlap_;
 };
 
 }  // namespace
