@@ -43,6 +43,7 @@ const std::set<std::string> kMegatronFlags = {
     "--num-virtual-stages-per-pipeline-rank", "--overlap-grad-reduce", "--overlap-param-gather",
     "--use-distributed-optimizer", "--num-distributed-optimizer-instances", "--use-torch-fsdp2",
     "--torch-fsdp2-no-reshard-after-forward", "--context-parallel-size", "--cp-comm-type",
+    "--overlap-moe-expert-parallel-comm",
     // _add_validation_args
     "--eval-iters",
     // _add_tokenizer_args
@@ -52,7 +53,7 @@ const std::set<std::string> kMegatronFlags = {
     // _add_moe_args
     "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--num-experts", "--moe-ffn-hidden-size",
     "--moe-shared-expert-intermediate-size", "--moe-router-topk", "--moe-token-dispatcher-type",
-    "--moe-expert-capacity-factor", "--moe-pad-expert-input-to-capacity"};
+    "--moe-expert-capacity-factor", "--moe-pad-expert-input-to-capacity", "--moe-flex-dispatcher-backend"};
 
 struct Export {
   std::string script;  // launch_megatron.sh, the recipe path relative to the source tree
@@ -251,6 +252,18 @@ TEST(ExportMegatron, ExpertParallelPlan) {
   EXPECT_FALSE(has(dropless.script, "--moe-expert-capacity-factor"));
   EXPECT_FALSE(has(dropless.script, "--moe-pad-expert-input-to-capacity"));
   EXPECT_EQ(value(dropless.script, "--moe-token-dispatcher-type"), "allgather");
+  // DeepEP's dispatcher and the batch-level overlap of the all-to-alls (pp = 1: Megatron-LM's
+  // combined 1F1B accepts it; with the allgather dispatcher it would not, and says so).
+  const Export flex = export_file("recipes/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml",
+                                  {"strategy.ep.dispatcher=flex", "strategy.ep.overlap=true"});
+  EXPECT_EQ(value(flex.script, "--moe-token-dispatcher-type"), "flex");
+  EXPECT_EQ(value(flex.script, "--moe-flex-dispatcher-backend"), "deepep");
+  EXPECT_TRUE(has(flex.script, "--overlap-moe-expert-parallel-comm"));
+  EXPECT_FALSE(mentions(flex.unexpressed, "ep overlap"));
+  const Export gathered = export_file("recipes/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml",
+                                      {"strategy.ep.dispatcher=allgather", "strategy.ep.overlap=true"});
+  EXPECT_TRUE(mentions(gathered.unexpressed, "ep overlap with the allgather dispatcher"));
+  EXPECT_FALSE(has(gathered.script, "--moe-flex-dispatcher-backend"));
 }
 
 // Llama 3 70B at 32K on 256 GPUs: TP 8 x CP 4 (ring) x PP 4 (interleaved, 2 chunks) x DP 2.

@@ -29,8 +29,11 @@ inline const std::string kMoeRecipe = PARAPLAN_RECIPES_DIR "/scenarios/seed6-mix
 inline const std::string kLongContextRecipe = PARAPLAN_RECIPES_DIR "/export/llama3-70b-32k-cp4-256xh100.toml";
 
 // The recipe file's plan through `exporter`.
-inline host::ExportResult export_recipe(const std::string& file, const std::string& exporter) {
-  std::unique_ptr<host::Recipe> recipe = host::read_recipe(file);
+inline host::ExportResult export_recipe(const std::string& file, const std::string& exporter,
+                                        const std::vector<std::string>& overrides = {}) {
+  host::RecipeReaderOptions options;
+  options.overrides = overrides;
+  std::unique_ptr<host::Recipe> recipe = host::read_recipe(file, options);
   std::unique_ptr<host::HardwareBinding> hardware = host::open_hardware(*recipe, bundled_catalog());
   host::ComposedPlan composed =
       host::compose_plan(*recipe, bundled_catalog(), host::gpus_per_node(*recipe, *hardware), false);

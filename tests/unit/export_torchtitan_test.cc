@@ -112,6 +112,12 @@ TEST(ExportTorchtitan, MoeWithExpertParallelismMatchesTheGoldenFilesAndTheRecipe
   EXPECT_TRUE(mentions(result.unexpressed, "ep capacity_factor = 1"));
   EXPECT_TRUE(mentions(result.unexpressed, "model 'mixtral-8x7b'"));
   EXPECT_FALSE(mentions(result.unexpressed, "fsdp stage"));
+  // DeepEP's one copy per rank and the batch-level overlap have no torchtitan form: reported.
+  const ExportResult flex =
+      test::export_recipe(kMoe, "torchtitan", {"strategy.ep.dispatcher=flex", "strategy.ep.overlap=true"});
+  EXPECT_TRUE(mentions(flex.unexpressed, "ep dispatcher flex"));
+  EXPECT_TRUE(mentions(flex.unexpressed, "ep overlap"));
+  EXPECT_FALSE(mentions(result.unexpressed, "ep overlap"));
 }
 
 TEST(ExportTorchtitan, LongContextMatchesTheGoldenFilesAndTheRecipe) {
