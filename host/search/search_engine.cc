@@ -502,6 +502,7 @@ SearchResult run_search(const Recipe& recipe, const PluginCatalog& catalog, cons
   SearchResult result;
   result.space = build_search_space(recipe, catalog);
   const int64_t per_node = checked_gpus_per_node(recipe, catalog);
+  result.skipped = drop_inapplicable_strategies(result.space, recipe, per_node);
   const std::vector<WorkItem> items = work_items(result.space, recipe.cluster.num_gpus);
   uint64_t total = 0;
   for (const WorkItem& item : items) total += item.plans_below[0];

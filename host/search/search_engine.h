@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "host/plan/composer.h"
+#include "host/search/inapplicable_strategies.h"
 #include "host/search/search_space.h"
 #include "paraplan/executor.h"
 
@@ -63,6 +64,7 @@ struct SearchResult {
   uint64_t valid_plans = 0;     // fit in memory and were timed
   uint64_t layouts = 0;         // (plan, layout) evaluations timed
   std::map<std::string, Rejection> rejected;  // by reason: "memory", "batch", "mesh" or a strategy's name
+  std::vector<SkippedStrategy> skipped;       // unlisted strategies that can be in no plan, left out
   double smallest_rejected_memory_bytes = 0;  // among plans rejected for memory
   double usable_memory_bytes = 0;             // capacity x (1 - headroom)
   double seconds = 0;

@@ -101,6 +101,10 @@ void write_search_text(std::ostream& out, const SearchResult& result, const Sear
       out << counts << reason_detail(reason, *rejection, result) << "\n";
     }
   }
+  if (!result.skipped.empty()) {
+    out << "\nLeft out (no plan could use them; not counted above):\n";
+    for (const SkippedStrategy& skipped : result.skipped) out << "  " << skipped.name << ": " << skipped.reason << "\n";
+  }
   if (!result.top.empty()) out << "\nThe winner as recipe text:\n" << ranked_plan_recipe(result, result.top.front());
 }
 
@@ -119,6 +123,9 @@ nlohmann::ordered_json search_json(const SearchResult& result, const SearchRepor
   for (const auto& [reason, rejection] : by_count(result))
     rejected[reason] = {{"plans", rejection->plans}, {"example", reason_detail(reason, *rejection, result)}};
   json["rejected"] = rejected;
+  nlohmann::ordered_json skipped = nlohmann::ordered_json::object();
+  for (const SkippedStrategy& strategy : result.skipped) skipped[strategy.name] = strategy.reason;
+  json["skipped"] = skipped;
   nlohmann::ordered_json top = nlohmann::ordered_json::array();
   for (size_t rank = 0; rank < result.top.size(); ++rank) {
     const RankedPlan& plan = result.top[rank];

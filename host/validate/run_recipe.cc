@@ -182,8 +182,9 @@ std::string run_recipe_text(const MeasuredRun& run) {
   if (run.ep > 1) {
     recipe.strategy("ep");
     recipe.integer("degree", run.ep);
-    if (run.moe_dispatcher) recipe.string("dispatcher", *run.moe_dispatcher);
-    if (run.moe_a2a_overlap == true) recipe.boolean("overlap", true);
+    // Blank is Megatron's default (the all-to-all dispatcher, no overlap), not a choice to search.
+    recipe.string("dispatcher", run.moe_dispatcher.value_or("alltoall"));
+    recipe.boolean("overlap", run.moe_a2a_overlap.value_or(false));
   }
   if (run.fsdp && *run.fsdp < run.dp) {
     // ZeRO-3 inside groups of `fsdp` ranks, replicated across them (FSDP's HYBRID_SHARD).

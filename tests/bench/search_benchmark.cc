@@ -1,7 +1,8 @@
 // `paraplan search` speed: plan evaluations per second per core through the real plugins, loaded
 // the real way, and whole searches end to end (docs/performance.md).
 //
-//   BM_Search/<recipe>/threads:N   the whole search of a shipped recipes/search recipe: space,
+//   BM_Search/<recipe>/threads:N   the whole search of a shipped recipes/search recipe (two dense,
+//                                  DeepSeek-V3 with expert parallelism searched): space,
 //                                  enumeration, every strategy's transform through the C ABI,
 //                                  memory pruning, batched layout timing, ranking
 //   BM_PlanFigures/<recipe>/<k>    the analytic executor's batched evaluate() alone on one composed
@@ -86,7 +87,7 @@ void plan_figures(benchmark::State& state, const std::filesystem::path& file, bo
 }
 
 const bool registered = [] {
-  for (const char* name : {"gpt3-175b-512xa100", "llama3-405b-16384xh100"}) {
+  for (const char* name : {"gpt3-175b-512xa100", "llama3-405b-16384xh100", "deepseek-v3-2048xh800"}) {
     std::filesystem::path file = std::filesystem::path(PARAPLAN_RECIPES_DIR) / "search" / (std::string(name) + ".toml");
     for (unsigned threads : {1u, 2u})
       benchmark::RegisterBenchmark(("BM_Search/" + std::string(name) + "/threads:" + std::to_string(threads)).c_str(),
@@ -94,7 +95,7 @@ const bool registered = [] {
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
   }
-  for (const char* name : {"seed1-llama2-70b-4k-64xh100", "seed2-llama3-405b-8k-512xh100"}) {
+  for (const char* name : {"seed1-llama2-70b-4k-64xh100", "seed2-llama3-405b-8k-512xh100", "deepseek-v3-2048xh800"}) {
     std::filesystem::path file = std::filesystem::path(PARAPLAN_RECIPES_DIR) / "scenarios" / (std::string(name) + ".toml");
     benchmark::RegisterBenchmark(("BM_PlanFigures/" + std::string(name) + "/memory").c_str(), plan_figures, file, true);
     benchmark::RegisterBenchmark(("BM_PlanFigures/" + std::string(name) + "/all_layouts").c_str(), plan_figures, file,

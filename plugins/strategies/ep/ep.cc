@@ -112,9 +112,13 @@ class ExpertParallel : public paraplan::Strategy {
                                        "--overlap-moe-expert-parallel-comm)")}};
   }
 
-  // Every degree from 2 dividing the experts and the data-parallel size; the routing settings
-  // describe the model and stay as the recipe sets them.
-  static std::vector<paraplan::SearchCase> search_space() { return {paraplan::SearchCase::degrees(2)}; }
+  // Every degree from 2 dividing the experts and the data-parallel size, with Megatron's
+  // all-to-all or the flex dispatcher, overlapped or not: how the engine runs the exchange is a
+  // choice. The routing settings (capacity, padding, imbalance) describe the model and stay as
+  // the recipe sets them; the all-gather dispatcher moves e/k times the bytes and is not tried.
+  static std::vector<paraplan::SearchCase> search_space() {
+    return {paraplan::SearchCase::degrees(2).choose("dispatcher", {"alltoall", "flex"}).choose("overlap", {"false", "true"})};
+  }
 
   explicit ExpertParallel(const paraplan::Params& params)
       : capacity_factor_(params.float_value("capacity_factor")),
