@@ -306,6 +306,18 @@ TEST(ExpertParallel, OverlapLeavesTheUnpairedPassesAndTheSmShareExposed) {
               (latency + x * transfer) / (latency + transfer), 1e-9);
 }
 
+// Dropless routing with imbalance is an uneven exchange, and the plan says so (pp_op.count = the
+// busiest rank's load, which an executor moving real bytes turns into per-peer counts); padded
+// capacity buffers are even whatever the routing.
+TEST(ExpertParallel, UnevenRoutingIsMarkedOnTheExchange) {
+  test::Evaluated dropless = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\ncapacity_factor = 0\nimbalance = 0.5\n"));
+  test::Evaluated padded = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\nimbalance = 0.5\n"));
+  EXPECT_DOUBLE_EQ(find_op(dropless, "ep_dispatch", PP_PHASE_FORWARD).count, 1.5);
+  EXPECT_DOUBLE_EQ(find_op(dropless, "ep_combine", PP_PHASE_BACKWARD).count, 1.5);
+  EXPECT_DOUBLE_EQ(find_op(dropless, "ep_dispatch", PP_PHASE_FORWARD).bytes, kSeq * kTopK * kHidden * 2 * 1.5);
+  EXPECT_DOUBLE_EQ(find_op(padded, "ep_dispatch", PP_PHASE_FORWARD).count, 1.0);
+}
+
 TEST(ExpertParallel, RouterAuxiliaryLossIsAMemoryPass) {
   test::Evaluated evaluated = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\n"));
   const pp_op& forward = find_op(evaluated, "router_aux_loss", PP_PHASE_FORWARD);

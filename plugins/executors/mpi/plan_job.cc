@@ -95,10 +95,11 @@ nlohmann::json run_plan_job(const paraplan::PlanView& plan, const pp_hardware_bi
   const double busy = step_time > 0 ? compute / step_time : 0.0;
   std::vector<double> busy_by_rank(static_cast<size_t>(size));
   MPI_Gather(&busy, 1, MPI_DOUBLE, busy_by_rank.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  double checked[2] = {static_cast<double>(runner.transfers().checked_transfers()),
-                       static_cast<double>(runner.transfers().checked_values())};
-  double checked_total[2] = {0, 0};
-  MPI_Reduce(checked, checked_total, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  double checked[3] = {static_cast<double>(runner.transfers().checked_transfers()),
+                       static_cast<double>(runner.transfers().checked_values()),
+                       static_cast<double>(runner.transfers().uneven_all_to_alls())};
+  double checked_total[3] = {0, 0, 0};
+  MPI_Reduce(checked, checked_total, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   const uint64_t trace_events =
       options.trace.empty() ? 0 : write_trace(options.trace, programs, mesh, steps.back(), rank, size);
 
@@ -128,6 +129,7 @@ nlohmann::json run_plan_job(const paraplan::PlanView& plan, const pp_hardware_bi
     keys["verify.passed"] = true;  // a mismatch would have aborted the job with its reason
     keys["verify.checked_transfers"] = checked_total[0];
     keys["verify.checked_values"] = checked_total[1];
+    keys["verify.uneven_all_to_alls"] = checked_total[2];
   }
   if (!options.trace.empty()) {
     keys["trace.file"] = options.trace;

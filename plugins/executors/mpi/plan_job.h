@@ -15,6 +15,7 @@
 //                                   own bookkeeping, and with more ranks than cores, waiting for one)
 //   measured.busy_fraction.rank_<r> compute time over step time, per rank
 //   verify.passed, verify.checked_transfers, verify.checked_values   (with verify)
+//   verify.uneven_all_to_alls       (with verify) exchanges run with per-peer counts, all ranks
 //   trace.file, trace.events        (with a trace: the last measured step of every rank)
 #pragma once
 

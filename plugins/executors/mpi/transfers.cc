@@ -145,6 +145,49 @@ void Transfers::start_collective(const pp_op& op, double bytes, bool blocking, T
       return;
     }
     case PP_COLLECTIVE_ALL_TO_ALL: {
+      if (op.count > 1.0) {
+        // Uneven routing: every member sends `mean`; the busiest, `hot`, receives load / P of
+        // each sender's toward the experts (dispatch forward, combine backward) and sends as
+        // much to each on the way back.
+        const double load = std::min(op.count, static_cast<double>(p));
+        const size_t mean = std::max<size_t>(p, static_cast<size_t>(std::llround(static_cast<double>(total) / load)));
+        const size_t hot_block = static_cast<size_t>(std::llround(load * static_cast<double>(mean) / static_cast<double>(p)));
+        const size_t cold_block = (mean - std::min(mean, hot_block)) / (p - 1);
+        const size_t hot = static_cast<size_t>(sequence % p);
+        const bool to_experts = (std::string_view(op.name) == PP_OP_EP_DISPATCH) == (op.phase != PP_PHASE_BACKWARD);
+        ++uneven_;
+        // block(from, to): the floats member `from` sends member `to`.
+        const auto block = [&](size_t from, size_t to) {
+          return static_cast<int>((to_experts ? to : from) == hot ? hot_block : cold_block);
+        };
+        std::vector<int> send_counts(p), send_displs(p), receive_counts(p), receive_displs(p);
+        int sent = 0, received = 0;
+        for (size_t q = 0; q < p; ++q) {
+          send_counts[q] = block(static_cast<size_t>(me), q), send_displs[q] = sent, sent += send_counts[q];
+          receive_counts[q] = block(q, static_cast<size_t>(me)), receive_displs[q] = received, received += receive_counts[q];
+        }
+        const size_t in = take(static_cast<size_t>(std::max(sent, 1))), out = take(static_cast<size_t>(std::max(received, 1)));
+        fill(transfer.buffers[in], 0);
+        transfer.counts = {send_counts, send_displs, receive_counts, receive_displs};
+        const std::vector<std::vector<int>>& c = transfer.counts;
+        check_mpi(blocking ? MPI_Alltoallv(data(in), c[0].data(), c[1].data(), MPI_FLOAT, data(out), c[2].data(),
+                                           c[3].data(), MPI_FLOAT, comm)
+                           : MPI_Ialltoallv(data(in), c[0].data(), c[1].data(), MPI_FLOAT, data(out), c[2].data(),
+                                            c[3].data(), MPI_FLOAT, comm, next_request()),
+                  "MPI_Alltoallv");
+        // Element e of the block from member j: j's buffer at its displacement for this rank.
+        if (verify_ && received > 0) {
+          Transfer::Check check{out, std::vector<float>(static_cast<size_t>(received))};
+          for (size_t j = 0; j < p; ++j) {
+            size_t offset = 0;  // where j's block for this rank starts in j's send buffer
+            for (size_t q = 0; q < static_cast<size_t>(me); ++q) offset += static_cast<size_t>(block(j, q));
+            for (int e = 0; e < receive_counts[j]; ++e)
+              check.expected[static_cast<size_t>(receive_displs[j] + e)] = verify_value(members[j], sequence, offset + static_cast<size_t>(e));
+          }
+          transfer.checks.push_back(std::move(check));
+        }
+        return;
+      }
       const size_t in = take(chunk * p), out = take(chunk * p);
       fill(transfer.buffers[in], 0);
       check_mpi(blocking ? MPI_Alltoall(data(in), n_chunk, MPI_FLOAT, data(out), n_chunk, MPI_FLOAT, comm)
@@ -229,6 +272,7 @@ void Transfers::finish(Transfer& transfer) {
   }
   transfer.checks.clear();
   transfer.requests.clear();
+  transfer.counts.clear();
   for (std::vector<float>& data : transfer.buffers) {
     const size_t size = data.size();
     pool_[size].push_back(std::move(data));

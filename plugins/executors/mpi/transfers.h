@@ -6,7 +6,11 @@
 //   all-reduce      MPI_Iallreduce (sum) of the whole buffer
 //   all-gather      MPI_Iallgather: each member contributes 1/P of the gathered buffer
 //   reduce-scatter  MPI_Ireduce_scatter_block: the whole buffer in, 1/P out
-//   all-to-all      MPI_Ialltoall: 1/P of the buffer to every member
+//   all-to-all      MPI_Ialltoall: 1/P of the buffer to every member; uneven (pp_op.count =
+//                   load > 1, ep's dropless imbalance): MPI_Ialltoallv, every member sends the
+//                   mean, bytes / load, and one member, a different one each exchange, gets
+//                   load / P of every sender's (the busiest: its receive buffer is `bytes`)
+//                   toward the experts, and sends it back on the way from them
 //   broadcast       MPI_Ibcast from the group's first member
 //   send-recv on an axis (context-parallel ring): MPI_Isend to the next member, MPI_Irecv from
 //                   the previous one
@@ -47,6 +51,7 @@ struct Transfer {
     std::vector<float> expected;
   };
   std::vector<Check> checks;
+  std::vector<std::vector<int>> counts;  // MPI_Ialltoallv's counts and displacements, alive until done
   // For a verification failure: the instruction's label (owned by the program; the text is
   // built only if a check fails, not for every transfer of every step) and, for a received
   // message, its sender.
@@ -82,6 +87,7 @@ class Transfers {
 
   uint64_t checked_values() const { return checked_; }
   uint64_t checked_transfers() const { return checked_transfers_; }
+  uint64_t uneven_all_to_alls() const { return uneven_; }  // MPI_Alltoallv exchanges started
 
  private:
   std::vector<float>& buffer(Transfer& transfer, size_t elements);
@@ -97,7 +103,7 @@ class Transfers {
   std::vector<uint64_t> sequence_;             // per axis: collectives issued so far
   MPI_Comm pipeline_ = MPI_COMM_NULL;
   std::map<size_t, std::vector<std::vector<float>>> pool_;  // free buffers by size
-  uint64_t checked_ = 0, checked_transfers_ = 0;
+  uint64_t checked_ = 0, checked_transfers_ = 0, uneven_ = 0;
 };
 
 }  // namespace mpi_executor

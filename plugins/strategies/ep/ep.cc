@@ -24,6 +24,9 @@
 // experts need the tokens; the next layer needs the results):
 //   dispatcher = "alltoall": all-to-all dispatch and combine forward, their two conjugate
 //     all-to-alls backward; buffer per all-to-all = routed tokens x hidden x 2 bytes x load.
+//     When the load comes from imbalance (dropless, or a capacity without padding) the exchange
+//     is uneven and says so (pp_op.count = load): every rank sends the mean, the busiest
+//     receives load x the mean; executors that move real bytes (mpi) send per-peer counts.
 //   dispatcher = "flex" (Megatron's MoEFlexTokenDispatcher with DeepEP or HybridEP): a token goes
 //     once to each rank that holds any of its top_k experts, not once per expert, and the rank
 //     expands it to its local experts: the buffer is tokens x D x hidden x 2 bytes x load, D the
@@ -272,12 +275,15 @@ class ExpertParallel : public paraplan::Strategy {
     }
     const std::vector<pp_phase> phases = layer_phases(context.training);
     const double exposed = overlap_ ? exposed_share(context.training, plan.view().data_parallel_size()) : 1.0;
+    // Padded capacity buffers are even whatever the routing; otherwise the busiest rank's load.
+    const double uneven = capacity_factor_ > 0 && pad_to_capacity_ ? 1.0 : load;
     // Each exchange as its exposed part and, with overlap, its hidden part (same collective).
     auto insert = [&](uint32_t& at, const char* name, pp_phase phase, pp_collective collective) {
-      plan.insert_layer_op(at++, exchange_op(name, phase, collective, ep_axis, bytes * exposed, PP_OVERLAP_NONE), kind);
+      plan.insert_layer_op(at++, exchange_op(name, phase, collective, ep_axis, bytes * exposed, PP_OVERLAP_NONE, uneven),
+                           kind);
       if (exposed < 1.0)
-        plan.insert_layer_op(at++, exchange_op(name, phase, collective, ep_axis, bytes * (1.0 - exposed), PP_OVERLAP_COMPUTE),
-                             kind);
+        plan.insert_layer_op(
+            at++, exchange_op(name, phase, collective, ep_axis, bytes * (1.0 - exposed), PP_OVERLAP_COMPUTE, uneven), kind);
     };
     uint32_t at = static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_UP, /*last=*/false));
     for (pp_phase phase : phases) {
@@ -329,13 +335,16 @@ class ExpertParallel : public paraplan::Strategy {
     }
   }
 
+  // `load`: the busiest rank's share over the mean when the routing is uneven (dropless or an
+  // unpadded capacity: the busiest rank receives more than the others), else 1 (pp_op.count).
   static pp_op exchange_op(const char* name, pp_phase phase, pp_collective kind, int32_t axis, double bytes,
-                           pp_overlap overlap) {
+                           pp_overlap overlap, double load) {
     pp_op op = paraplan::make_op(PP_OP_COLLECTIVE, phase, PP_SCOPE_LAYER, name, kName);
     op.collective = kind;
     op.axis = axis;
     op.bytes = bytes;
     op.overlap = overlap;
+    op.count = kind == PP_COLLECTIVE_ALL_TO_ALL ? load : 0.0;
     return op;
   }
 

@@ -114,7 +114,10 @@ typedef struct pp_op {
   char owner[PP_OWNER_CAPACITY]; /* "model" for workload ops, else the strategy plugin's name */
   pp_dtype dtype;
   /* GEMM shape (m x k) * (k x n), repeated `count` times; for ATTENTION m = query tokens,
-   * n = key tokens, k = head_dim, count = heads. Other kinds leave them 0 and set flops. */
+   * n = key tokens, k = head_dim, count = heads. Other kinds leave them 0 and set flops, but
+   * for one (1.6): an ALL_TO_ALL whose routing is uneven has count > 1, the busiest member's
+   * share over the mean: each member sends bytes / count, the busiest receives `bytes` (its
+   * buffer, what a step waits for); 0 or 1 is an even exchange. */
   double m, n, k, count;
   double flops;       /* floating-point operations of this op on this rank */
   double bytes;       /* MEMORY: bytes read+written; COLLECTIVE/SEND_RECV: buffer size n */
