@@ -151,6 +151,7 @@ MeasuredRun read_run(const CsvRecord& record, const Header& header, const std::s
   run.id = row.required_text("id");
   run.source = row.text("source");
   run.notes = row.text("notes");
+  run.model = row.text("model");
 
   run.layers = row.required_integer("layers", 1);
   run.hidden = row.required_integer("hidden", 1);
@@ -243,7 +244,7 @@ const std::vector<std::string>& standard_columns() {
 const std::vector<std::string>& optional_columns() {
   static const std::vector<std::string> columns = [] {
     std::vector<std::string> all = {"flash_attention", "tp_comm_overlap", "dp_comm_overlap", "attention", "layer_pattern",
-                                    "etp", "fsdp", "moe_balance", "moe_dispatcher", "moe_a2a_overlap",
+                                    "etp", "fsdp", "moe_balance", "moe_dispatcher", "moe_a2a_overlap", "model",
                                     "recompute_modules", "measured_memory_gib"};
     all.insert(all.end(), layer_stack_columns().begin(), layer_stack_columns().end());
     return all;

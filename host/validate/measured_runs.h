@@ -6,7 +6,8 @@
 // flash attention on, TP overlap off, DP overlap on), and modern.csv's (recipes/validation/
 // README.md): the layer stack, each column the [model] key of its name, etp, fsdp, moe_balance,
 // recompute_modules and measured_memory_gib, and paraplan's two from modern.csv's notes:
-// moe_dispatcher (alltoall | allgather | flex) and moe_a2a_overlap. Every field is checked here, so a malformed
+// moe_dispatcher (alltoall | allgather | flex) and moe_a2a_overlap, and `model` (its name, for
+// the report's per-model accuracy). Every field is checked here, so a malformed
 // file fails before anything is evaluated, with "FILE:LINE: column 'tp': 'x' is not an integer
 // >= 1" (InputError, exit 3). Whether a well-formed row describes a plan that can run is decided
 // later, row by row (run_recipe.h).
@@ -30,6 +31,7 @@ struct MeasuredRun {
   std::string file;  // the CSV as named on the command line
   size_t line = 0;   // where the row starts in it
   std::string id, source, notes;
+  std::string model;  // the model's name (optional column `model`; blank: not given), for the report's slices
 
   // [model]
   int64_t layers = 0, hidden = 0, heads = 0;

@@ -79,6 +79,25 @@ void write_memory(std::ostream& out, const ValidationReport& report) {
   out << "\n";
 }
 
+// "MAPE by model:" and its rows: evaluated of all, MAPE, mean signed error (+: too fast).
+void write_slices(std::ostream& out, const char* what, const std::vector<SliceAccuracy>& slices) {
+  if (slices.empty()) return;
+  out << "\nMAPE by " << what << " (signed: + is predicted too fast):\n";
+  size_t width = 0;
+  for (const SliceAccuracy& slice : slices) width = std::max(width, slice.name.size());
+  for (const SliceAccuracy& slice : slices) {
+    out << "  " << padded(slice.name, width) << "  " << padded(std::to_string(slice.evaluated), 4, true) << " of "
+        << padded(std::to_string(slice.rows), 4, true) << "  ";
+    if (slice.mape_pct)
+      out << "MAPE " << padded(format_number("%.1f", *slice.mape_pct), 5, true) << " %  signed "
+          << padded(format_number("%+.1f", *slice.mean_error_pct), 6, true) << " %";
+    else
+      out << "no row evaluated";
+    out << "\n";
+  }
+}
+
+
 void write_summary(std::ostream& out, const ValidationReport& report) {
   const ValidationSummary& summary = report.summary;
   if (!summary.mape_pct) {
@@ -99,6 +118,8 @@ void write_summary(std::ostream& out, const ValidationReport& report) {
         << (source.mape_pct ? "MAPE " + padded(format_number("%.1f", *source.mape_pct), 5, true) + " %" : "no row evaluated")
         << "\n";
   }
+  write_slices(out, "model", summary.models);
+  write_slices(out, "hardware", summary.hardware);
 }
 
 }  // namespace
@@ -109,6 +130,7 @@ std::string significant(double value) {
 }
 
 std::string source_label(const std::string& source) { return source.empty() ? "(blank)" : source; }
+
 
 void write_validation_text(std::ostream& out, const ValidationReport& report) {
   const ValidationSummary& summary = report.summary;
@@ -175,6 +197,15 @@ nlohmann::ordered_json validation_json(const ValidationReport& report) {
   for (const SourceAccuracy& source : summary.sources)
     sources.push_back({{"source", source.source}, {"rows", source.rows}, {"mape_pct", optional(source.mape_pct)}});
   json["sources"] = sources;
+  auto slices_json = [&](const std::vector<SliceAccuracy>& slices) {
+    nlohmann::ordered_json array = nlohmann::ordered_json::array();
+    for (const SliceAccuracy& slice : slices)
+      array.push_back({{"name", slice.name}, {"rows", slice.rows}, {"evaluated", slice.evaluated},
+                       {"mape_pct", optional(slice.mape_pct)}, {"mean_error_pct", optional(slice.mean_error_pct)}});
+    return array;
+  };
+  json["models"] = slices_json(summary.models);
+  json["hardware"] = slices_json(summary.hardware);
   return json;
 }
 

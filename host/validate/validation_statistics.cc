@@ -44,6 +44,37 @@ std::optional<double> mean_absolute_percentage_error(const std::vector<double>& 
   return sum / static_cast<double>(errors_pct.size());
 }
 
+namespace {
+
+// Rows grouped by `key` (rows whose key is blank left out), each group's accuracy.
+template <typename Key>
+std::vector<SliceAccuracy> slices(const std::vector<Prediction>& predictions, Key&& key) {
+  std::vector<SliceAccuracy> out;
+  std::vector<std::vector<double>> errors;
+  for (const Prediction& prediction : predictions) {
+    const std::string name = key(*prediction.run);
+    if (name.empty()) continue;
+    auto slice = std::find_if(out.begin(), out.end(), [&](const SliceAccuracy& known) { return known.name == name; });
+    if (slice == out.end()) {
+      out.push_back({name, 0, 0, std::nullopt, std::nullopt});
+      errors.emplace_back();
+      slice = out.end() - 1;
+    }
+    ++slice->rows;
+    if (!prediction.evaluated()) continue;
+    ++slice->evaluated;
+    errors[static_cast<size_t>(slice - out.begin())].push_back(prediction.error_pct);
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].mape_pct = mean_absolute_percentage_error(errors[i]);
+    if (!errors[i].empty())
+      out[i].mean_error_pct = std::accumulate(errors[i].begin(), errors[i].end(), 0.0) / static_cast<double>(errors[i].size());
+  }
+  return out;
+}
+
+}  // namespace
+
 ValidationSummary summarize(const std::vector<Prediction>& predictions) {
   ValidationSummary summary;
   summary.rows = predictions.size();
@@ -78,6 +109,8 @@ ValidationSummary summarize(const std::vector<Prediction>& predictions) {
   summary.spearman = spearman_correlation(predicted, measured);
   for (size_t i = 0; i < summary.sources.size(); ++i)
     summary.sources[i].mape_pct = mean_absolute_percentage_error(errors_by_source[i]);
+  summary.models = slices(predictions, [](const MeasuredRun& run) { return run.model; });
+  summary.hardware = slices(predictions, [](const MeasuredRun& run) { return run.hardware; });
   return summary;
 }
 

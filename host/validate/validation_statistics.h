@@ -32,6 +32,12 @@ struct SourceAccuracy {
   std::optional<double> mape_pct;   // nullopt: none evaluated
 };
 
+struct SliceAccuracy {
+  std::string name;
+  size_t rows = 0, evaluated = 0;
+  std::optional<double> mape_pct, mean_error_pct;
+};
+
 struct ValidationSummary {
   size_t rows = 0, evaluated = 0, unevaluable = 0;
   std::optional<double> mape_pct;
@@ -39,6 +45,9 @@ struct ValidationSummary {
   std::optional<size_t> worst;       // index of the row with the largest |error| (the first on ties)
   std::optional<double> spearman;
   std::vector<SourceAccuracy> sources;  // in order of first appearance
+  // The same by model (rows that name one) and by hardware, with the mean signed error (+:
+  // predicted too fast), in order of first appearance: the slices the CI guards.
+  std::vector<SliceAccuracy> models, hardware;
 };
 
 ValidationSummary summarize(const std::vector<Prediction>& predictions);

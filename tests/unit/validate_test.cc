@@ -168,6 +168,24 @@ TEST(ValidateStatistics, MapeWorstRowAndSourcesMatchAHandComputation) {
   EXPECT_FALSE(summary.sources[2].mape_pct.has_value());
   EXPECT_NEAR(*mean_absolute_percentage_error({-3, 1, 2}), 2.0, 1e-12);
   EXPECT_FALSE(mean_absolute_percentage_error({}).has_value());
+  // Every row is on h100-sxm: one hardware slice of 6 rows, 4 evaluated, MAPE 15, signed mean
+  // (10 - 25 + 5 - 20) / 4 = -7.5. No row names a model: no model slice.
+  ASSERT_EQ(summary.hardware.size(), 1u);
+  EXPECT_EQ(summary.hardware[0].name, "h100-sxm");
+  EXPECT_EQ(summary.hardware[0].rows, 6u);
+  EXPECT_EQ(summary.hardware[0].evaluated, 4u);
+  EXPECT_NEAR(*summary.hardware[0].mape_pct, 15.0, 1e-9);
+  EXPECT_NEAR(*summary.hardware[0].mean_error_pct, -7.5, 1e-9);
+  EXPECT_TRUE(summary.models.empty());
+  // Models given for the first two rows only: two slices (+10 and -25), the rest left out.
+  std::vector<MeasuredRun> named = runs;
+  named[0].model = "m1", named[1].model = "m2";
+  for (size_t i = 0; i < named.size(); ++i) predictions[i].run = &named[i];
+  const ValidationSummary by_model = summarize(predictions);
+  ASSERT_EQ(by_model.models.size(), 2u);
+  EXPECT_NEAR(*by_model.models[0].mean_error_pct, 10.0, 1e-9);
+  EXPECT_NEAR(*by_model.models[1].mape_pct, 25.0, 1e-9);
+  EXPECT_EQ(by_model.models[1].rows, 1u);
 
   // One evaluated row: no Spearman.
   predictions.resize(1);
