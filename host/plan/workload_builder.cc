@@ -32,18 +32,9 @@ Tokens tokens_of(const pp_model& model, const pp_training& training) {
   return t;
 }
 
-// What a recompute setting recomputes, as pp_recompute_module bits; kAnyOp marks ops no
-// module names (only full recomputation re-runs them).
+// kAnyOp marks ops no recompute module names (only full recomputation, which sets every bit of
+// paraplan::recomputed_modules, re-runs them).
 constexpr uint32_t kAnyOp = 0x80000000u;
-uint32_t recomputed_modules(const pp_training& training) {
-  switch (training.recompute) {
-    case PP_RECOMPUTE_FULL: return 0xFFFFFFFFu;
-    case PP_RECOMPUTE_SELECTIVE:
-      return training.struct_size >= sizeof(pp_training) && training.recompute_modules != 0 ? training.recompute_modules
-                                                                                             : uint32_t{PP_RECOMPUTE_CORE_ATTN};
-    default: return 0;
-  }
-}
 
 // How a low-precision recipe quantises a GEMM's inputs (Transformer Engine): the bytes per
 // element of the quantised copy a GEMM reads and backward keeps, and the bytes one cast moves

@@ -318,6 +318,26 @@ TEST(ExpertParallel, UnevenRoutingIsMarkedOnTheExchange) {
   EXPECT_DOUBLE_EQ(find_op(padded, "ep_dispatch", PP_PHASE_FORWARD).count, 1.0);
 }
 
+// Recomputing the MoE block (Megatron-LM --recompute-modules moe) re-runs its router and its
+// dispatch and combine during backward: one more pair of all-to-alls per layer and micro-batch,
+// as full recomputation has; recomputing only the activation (moe_act) re-runs no exchange.
+TEST(ExpertParallel, ARecomputedMoEBlockDispatchesAgain) {
+  auto exchanges = [](const std::string& training) {
+    test::Evaluated run = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\n", 32, training));
+    size_t recomputed = 0, all = 0;
+    for (const pp_op& op : run.composed.plan->op_list()) {
+      if (std::string(op.name) != "ep_dispatch" && std::string(op.name) != "ep_combine") continue;
+      ++all;
+      if (op.phase == PP_PHASE_RECOMPUTE) ++recomputed;
+    }
+    return std::make_pair(all, recomputed);
+  };
+  EXPECT_EQ(exchanges(""), std::make_pair(size_t{4}, size_t{0}));
+  EXPECT_EQ(exchanges("recompute = \"selective\"\nrecompute_modules = [\"moe\"]\n"), std::make_pair(size_t{6}, size_t{2}));
+  EXPECT_EQ(exchanges("recompute = \"selective\"\nrecompute_modules = [\"moe_act\"]\n"), std::make_pair(size_t{4}, size_t{0}));
+  EXPECT_EQ(exchanges("recompute = \"full\"\n"), std::make_pair(size_t{6}, size_t{2}));
+}
+
 TEST(ExpertParallel, RouterAuxiliaryLossIsAMemoryPass) {
   test::Evaluated evaluated = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\n"));
   const pp_op& forward = find_op(evaluated, "router_aux_loss", PP_PHASE_FORWARD);

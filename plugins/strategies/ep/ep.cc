@@ -244,11 +244,12 @@ class ExpertParallel : public paraplan::Strategy {
     }
   }
 
-  // The phases a layer's forward ops run in: forward, backward and, under full recomputation,
-  // the forward again during backward (as the workload builder emits every layer op).
+  // The phases an MoE block's ops run in: forward, backward and, when the block is recomputed
+  // (full recomputation, or the `moe` module: Megatron-LM re-runs the router and the dispatch),
+  // the forward again during backward, as the workload builder emits its ops.
   static std::vector<pp_phase> layer_phases(const pp_training& training) {
     std::vector<pp_phase> phases{PP_PHASE_FORWARD, PP_PHASE_BACKWARD};
-    if (training.recompute == PP_RECOMPUTE_FULL) phases.push_back(PP_PHASE_RECOMPUTE);
+    if (paraplan::recomputed_modules(training) & PP_RECOMPUTE_MOE) phases.push_back(PP_PHASE_RECOMPUTE);
     return phases;
   }
 

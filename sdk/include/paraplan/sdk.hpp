@@ -268,6 +268,19 @@ inline int64_t even_chunk_layers(int64_t layers, int64_t chunks, int64_t chunk) 
   return layers / chunks + (chunk < layers % chunks ? 1 : 0);
 }
 
+// The pp_recompute_module bits a training recomputes: every one under full recomputation, the
+// recipe's modules under selective (none named: the attention core, Korthikanti et al.'s
+// selective recompute), none otherwise. A 1.5 host's pp_training has no modules: the core.
+inline uint32_t recomputed_modules(const pp_training& training) {
+  switch (training.recompute) {
+    case PP_RECOMPUTE_FULL: return 0xFFFFFFFFu;
+    case PP_RECOMPUTE_SELECTIVE:
+      return training.struct_size >= sizeof(pp_training) && training.recompute_modules != 0 ? training.recompute_modules
+                                                                                             : uint32_t{PP_RECOMPUTE_CORE_ATTN};
+    default: return 0;
+  }
+}
+
 // Whether an op's or memory item's `name` starts with `prefix` (names.h: PP_OP_PREFIX_PARAM).
 inline bool has_prefix(const char* name, std::string_view prefix) {
   return std::string_view(name).substr(0, prefix.size()) == prefix;
