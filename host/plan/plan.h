@@ -127,8 +127,12 @@ std::vector<size_t> top_level_axes_in_order(std::span<const pp_mesh_axis> axes, 
 
 // The stride of every axis when the top-level axes are laid innermost-first in `top_level_order`
 // (indices into `axes`; every top-level axis exactly once); child axes subdivide their parent
-// innermost-first in creation order. Writes one stride per axis into `strides`. Throws PlanError
-// when the top-level degrees do not multiply to `num_gpus` or children do not divide a parent.
+// innermost-first in creation order. A parent may be a region, adjacent top-level axes joined by
+// '*' innermost first ("tp*cp*dp", paraplan::axis_region): its children subdivide the ranks those
+// axes span together, as Megatron-LM carves the expert grid out of tp x cp x dp. Writes one
+// stride per axis into `strides`. Throws PlanError when the top-level degrees do not multiply to
+// `num_gpus`, children do not divide a parent, or a region's axes are not neighbours in the
+// layout.
 void mesh_strides(std::span<const pp_mesh_axis> axes, std::span<const size_t> top_level_order, int64_t num_gpus,
                   int64_t* strides);
 

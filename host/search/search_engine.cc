@@ -1,6 +1,7 @@
 #include "host/search/search_engine.h"
 
 #include <algorithm>
+#include <optional>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -91,7 +92,8 @@ class DegreeEnumerator {
     inner(0, has_remainder ? left : 1);
   }
 
-  // Slots carved out of data parallelism: degrees dividing the data-parallel degree.
+  // Slots carved out of the ranks of a stage (expert parallelism: cp x dp, or tp x cp x dp):
+  // degrees dividing the GPU count, which the strategy checks against the ranks it carves.
   void inner(size_t level, int64_t data_parallel) {
     if (level == space_.slots.size()) {
       found_.push_back(degrees_);
@@ -103,8 +105,8 @@ class DegreeEnumerator {
       degrees_[level] = 0;
       inner(level + 1, data_parallel);
     }
-    for (int64_t degree : divisors(data_parallel))
-      if (compatible_options(slot, degree) > 0) {
+    for (int64_t degree : divisors(gpus_))
+      if (degree > 1 && compatible_options(slot, degree) > 0) {
         degrees_[level] = degree;
         inner(level + 1, data_parallel);
       }
@@ -395,15 +397,23 @@ class Worker {
     for (size_t i = 0; i < permutation.size(); ++i) permutation[i] = i;
     layout_orders_.clear();
     uint32_t count = 0;
+    std::optional<PlanError> refused;  // a layout the plan's axes cannot take (a region split apart): skipped
     do {
       top_level_.clear();
       for (size_t position : permutation) top_level_.push_back(moving[position]);
       top_level_.insert(top_level_.end(), fixed.begin(), fixed.end());
       strides_.resize((count + 1) * axes.size());
-      mesh_strides(axes, top_level_, cluster_.num_gpus, strides_.data() + count * axes.size());
+      try {
+        mesh_strides(axes, top_level_, cluster_.num_gpus, strides_.data() + count * axes.size());
+      } catch (const PlanError& failure) {
+        if (!refused) refused = failure;
+        continue;
+      }
       layout_orders_.push_back(top_level_);
       ++count;
     } while (std::next_permutation(permutation.begin(), permutation.end()));
+    if (count == 0 && refused) throw *refused;
+    strides_.resize(count * axes.size());
     return count;
   }
 

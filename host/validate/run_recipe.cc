@@ -38,6 +38,15 @@ int64_t saturating_product(std::initializer_list<int64_t> factors) {
   return product;
 }
 
+// The row's etp, or where it is blank the one Megatron-LM allows: tp's degree (its default), or 1
+// when ep x tp does not divide tp x cp x dp but ep does (etp x ep must divide it).
+int64_t expert_tensor_parallel_size(const MeasuredRun& run) {
+  if (run.etp) return *run.etp;
+  const int64_t stage = saturating_product({run.tp, run.cp, run.dp});
+  if (run.tp > 1 && stage % saturating_product({run.ep, run.tp}) != 0 && stage % run.ep == 0) return 1;
+  return run.tp;
+}
+
 // Rows the bundled strategies cannot express, with the reason.
 void check_expressible(const MeasuredRun& run) {
   auto refuse = [&](const std::string& reason) { throw PlanError(run_recipe_name(run) + ": " + reason); };
@@ -47,16 +56,18 @@ void check_expressible(const MeasuredRun& run) {
     refuse("tp x pp x dp x cp = " + std::to_string(run.tp) + " x " + std::to_string(run.pp) + " x " +
            std::to_string(run.dp) + " x " + std::to_string(run.cp) + " = " + std::to_string(product) +
            ", not num_gpus = " + std::to_string(run.num_gpus));
-  if (run.dp % run.ep != 0)
-    refuse("ep = " + std::to_string(run.ep) + " does not divide dp = " + std::to_string(run.dp) +
-           " (expert parallelism is carved out of data parallelism)");
+  // Megatron-LM carves expert parallelism out of cp x dp, and out of tp x cp x dp with etp = 1.
+  const int64_t etp = expert_tensor_parallel_size(run);
+  const int64_t carved = saturating_product({etp == 1 ? run.tp : 1, run.cp, run.dp});
+  if (run.ep > 1 && carved % run.ep != 0)
+    refuse("ep = " + std::to_string(run.ep) + " does not divide " + (etp == 1 && run.tp > 1 ? "tp x " : "") +
+           "cp x dp = " + std::to_string(carved) + " (the ranks expert parallelism is carved out of)");
   if (run.pp == 1 && run.vpp.value_or(1) > 1)
     refuse("vpp = " + std::to_string(*run.vpp) + " needs pipeline parallelism, but pp = 1");
-  // The experts are split by tp as the attention is (Megatron-LM's default, etp = tp); an expert
-  // tensor-parallel degree of its own would be priced as if it were tp's.
-  if (run.etp && run.ep > 1 && *run.etp != run.tp)
-    refuse("etp = " + std::to_string(*run.etp) + " differs from tp = " + std::to_string(run.tp) +
-           ": expert tensor parallelism apart from tp is not modelled yet");
+  // Experts split like attention (etp = tp, Megatron-LM's default) or whole (etp = 1).
+  if (run.ep > 1 && etp != 1 && etp != run.tp)
+    refuse("etp = " + std::to_string(etp) + " is neither 1 nor tp = " + std::to_string(run.tp) +
+           ": an expert tensor-parallel group of its own size is not modelled");
   if (run.fsdp) {
     if (run.zero_stage != 3) refuse("fsdp = " + std::to_string(*run.fsdp) + " is a shard group of ZeRO-3, but zero_stage is not 3");
     if (run.dp % *run.fsdp != 0)
@@ -185,6 +196,7 @@ std::string run_recipe_text(const MeasuredRun& run) {
     // Blank is Megatron's default (the all-to-all dispatcher, no overlap), not a choice to search.
     recipe.string("dispatcher", run.moe_dispatcher.value_or("alltoall"));
     recipe.boolean("overlap", run.moe_a2a_overlap.value_or(false));
+    recipe.integer("etp", expert_tensor_parallel_size(run));
   }
   if (run.fsdp && *run.fsdp < run.dp) {
     // ZeRO-3 inside groups of `fsdp` ranks, replicated across them (FSDP's HYBRID_SHARD).

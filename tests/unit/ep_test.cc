@@ -338,6 +338,51 @@ TEST(ExpertParallel, ARecomputedMoEBlockDispatchesAgain) {
   EXPECT_EQ(exchanges("recompute = \"full\"\n"), std::make_pair(size_t{6}, size_t{2}));
 }
 
+// Megatron-LM's expert grid (etp x ep x edp) over the dense one (tp x cp x dp), on Mixtral with
+// 8 GPUs, tp = 2 with sequence parallelism, dp = 4.
+TEST(ExpertParallel, ExpertParallelismIsCarvedOutOfTensorContextAndDataParallelism) {
+  const std::string tp_sp = "[[strategy]]\nname = \"tp\"\ndegree = 2\n[[strategy]]\nname = \"sp\"\nmode = \"megatron\"\n";
+  auto axis = [](const test::Evaluated& run, const std::string& name) {
+    for (const pp_mesh_axis& axis : run.composed.plan->axes())
+      if (name == axis.name) return axis;
+    throw std::runtime_error("no axis " + name);
+  };
+  // Experts split like attention (etp = tp = 2): EP out of dp's 4 ranks, stride 2 (after tp).
+  test::Evaluated split = test::evaluate_recipe(mixtral_recipe(8, "degree = 4\n", 8) + tp_sp);
+  EXPECT_STREQ(axis(split, "ep").parent, "dp");
+  EXPECT_EQ(axis(split, "ep").stride, 2);
+  EXPECT_EQ(axis(split, "edp").degree, 1);
+  // Whole experts (etp = 1): EP out of tp x dp, 8 ranks, stride 1: ep = 8 now fits.
+  test::Evaluated whole = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\netp = 1\n", 8) + tp_sp);
+  EXPECT_STREQ(axis(whole, "ep").parent, "tp*dp");
+  EXPECT_EQ(axis(whole, "ep").stride, 1);
+  EXPECT_EQ(axis(whole, "ep").degree, 8);
+  EXPECT_EQ(axis(whole, "edp").degree, 1);
+  // Each rank routes its own 4096 / 2 tokens: the dispatch carries 2048 x top-2 rows of h; its
+  // one local expert gets 2048 x 2 / 8 copies from each of the 8 ranks and runs them through
+  // the whole expert (n = 2 x 14336, not split by tp); its weights are whole too.
+  EXPECT_DOUBLE_EQ(find_op(whole, "ep_dispatch", PP_PHASE_FORWARD).bytes, 2048 * kTopK * kHidden * 2);
+  const pp_op& up = find_op(whole, "expert_up", PP_PHASE_FORWARD);
+  EXPECT_EQ(up.m, 2048 * 2 / 8 * 8);
+  EXPECT_EQ(up.n, 2 * kExpertFfn);
+  EXPECT_EQ(up.count, 1);
+  EXPECT_EQ(find_op(whole, "expert_down", PP_PHASE_FORWARD).k, kExpertFfn);
+  double routed = 0;
+  for (const pp_memory_item& item : whole.composed.plan->memory_items())
+    if (std::string(item.name) == "weights.experts") routed = item.bytes;
+  EXPECT_DOUBLE_EQ(routed, 2 * kExpertParameters / kLayers / 8);  // per layer: one whole expert's 3 h x f
+  // The same expert FLOPs per rank either way: 4096 copies through whole experts (etp = 1)
+  // against all 8192 copies through half of each (etp = tp = 2), 2 x 4096 x 2f x h.
+  const pp_op& split_up = find_op(split, "expert_up", PP_PHASE_FORWARD);
+  EXPECT_DOUBLE_EQ(up.flops, split_up.flops);
+  EXPECT_DOUBLE_EQ(up.flops, 2.0 * 4096 * 2 * kExpertFfn * kHidden);
+  // With context parallelism EP takes cp's ranks too: cp = 2, dp = 4 on 8 GPUs, ep = 8.
+  test::Evaluated ring = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\n", 8) +
+                                               "[[strategy]]\nname = \"sp\"\ndegree = 2\nmode = \"ring\"\n");
+  EXPECT_STREQ(axis(ring, "ep").parent, "cp*dp");
+  EXPECT_EQ(axis(ring, "ep").stride, 1);
+}
+
 TEST(ExpertParallel, RouterAuxiliaryLossIsAMemoryPass) {
   test::Evaluated evaluated = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\n"));
   const pp_op& forward = find_op(evaluated, "router_aux_loss", PP_PHASE_FORWARD);
@@ -361,10 +406,19 @@ TEST(ExpertParallel, DegreeMustDivideTheExperts) {
                           {"ep = 3 must divide moe_experts = 8"});
 }
 
-TEST(ExpertParallel, DegreeMustDivideDataParallelism) {
-  // 8 GPUs, tp = 4: data parallelism has 2 ranks, which 8-way expert parallelism cannot divide.
+TEST(ExpertParallel, DegreeMustDivideTheRanksItIsCarvedOutOf) {
+  // 8 GPUs, tp = 4 with the experts split like attention (etp = tp): data parallelism has 2
+  // ranks, which 8-way expert parallelism cannot divide.
   const std::string recipe = mixtral_recipe(8, "degree = 8\n", 8) + "[[strategy]]\nname = \"tp\"\ndegree = 4\n";
-  expect_error<PlanError>([&] { test::evaluate_recipe(recipe); }, {"ep = 8 must divide the data-parallel size 2"});
+  expect_error<PlanError>([&] { test::evaluate_recipe(recipe); },
+                          {"ep = 8 must divide the 2 ranks it is carved out of (dp, etp = 4)"});
+  // Whole experts (etp = 1) need sequence parallelism, then EP spans tp x dp: 8 ranks.
+  expect_error<PlanError>([&] { test::evaluate_recipe(mixtral_recipe(8, "degree = 8\netp = 1\n", 8) +
+                                                      "[[strategy]]\nname = \"tp\"\ndegree = 4\n"); },
+                          {"etp = 1 with tp = 4 needs sequence parallelism"});
+  expect_error<PlanError>([&] { test::evaluate_recipe(mixtral_recipe(8, "degree = 8\netp = 2\n", 8) +
+                                                      "[[strategy]]\nname = \"tp\"\ndegree = 4\n"); },
+                          {"etp = 2 must be 1 or tp's degree 4"});
   // A degree above the GPU count is refused before any strategy sees it.
   expect_error<PlanError>([] { test::evaluate_recipe(mixtral_recipe(2, "degree = 4\n", 2)); },
                           {"strategy[0] 'ep': degree 4 exceeds cluster.num_gpus = 2"});

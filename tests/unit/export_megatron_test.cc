@@ -264,6 +264,14 @@ TEST(ExportMegatron, ExpertParallelPlan) {
                                       {"strategy.ep.dispatcher=allgather", "strategy.ep.overlap=true"});
   EXPECT_TRUE(mentions(gathered.unexpressed, "ep overlap with the allgather dispatcher"));
   EXPECT_FALSE(has(gathered.script, "--moe-flex-dispatcher-backend"));
+  // Whole experts beside tp = 2 (etp = 1): EP 8 carved out of tp x dp.
+  const Export whole = export_text(
+      "[model]\npreset = \"mixtral-8x7b\"\nseq_len = 4096\n[training]\nglobal_batch = 8\nmicro_batch = 1\n"
+      "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 8\n[[strategy]]\nname = \"tp\"\ndegree = 2\n"
+      "[[strategy]]\nname = \"sp\"\nmode = \"megatron\"\n[[strategy]]\nname = \"ep\"\ndegree = 8\netp = 1\n");
+  EXPECT_EQ(value(whole.script, "--tensor-model-parallel-size"), "2");
+  EXPECT_EQ(value(whole.script, "--expert-model-parallel-size"), "8");
+  EXPECT_EQ(value(whole.script, "--expert-tensor-parallel-size"), "1");
 }
 
 // Llama 3 70B at 32K on 256 GPUs: TP 8 x CP 4 (ring) x PP 4 (interleaved, 2 chunks) x DP 2.

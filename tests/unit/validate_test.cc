@@ -340,7 +340,7 @@ TEST(ValidateRecipe, UnlistedTriedLimitsTheStrategiesASearchAddsOnItsOwn) {
   // Null (`paraplan search`): every bundled strategy with search cases is in the space too; ep
   // refuses this dense model at every degree and pp has no GPUs left, so only sp's two remain.
   auto [names, plans] = slots_and_plans(std::nullopt);
-  EXPECT_EQ(names, (std::vector<std::string>{"ep", "tp", "sp", "pp", "data parallelism"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"tp", "sp", "ep", "pp", "data parallelism"}));  // apply order
   EXPECT_EQ(plans, 2u);
 }
 
@@ -458,7 +458,7 @@ TEST(Validate, ModernColumnsReachTheRecipe) {
   row["recompute_modules"] = "core_attn, layernorm";
   row["measured_memory_gib"] = "30.5";
   Row moe = pinned_row("moe-etp");
-  moe["moe_experts"] = "8", moe["moe_top_k"] = "2", moe["ep"] = "2", moe["etp"] = "1";
+  moe["moe_experts"] = "8", moe["moe_top_k"] = "2", moe["ep"] = "2", moe["etp"] = "4";
   const std::vector<MeasuredRun> runs = runs_of({row, moe}, columns);
   const std::string text = run_recipe_text(runs[0]);
   for (const char* line : {"attention = \"gqa\"", "ffn_type = \"squared_relu\"", "sliding_window = 128",
@@ -466,7 +466,7 @@ TEST(Validate, ModernColumnsReachTheRecipe) {
                            "name = \"hsdp\"\ndegree = 2\nshard_group = 1\nstage = 3"})
     EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
   expect_error<PlanError>([&] { run_recipe_text(runs[1]); },
-                          {"etp = 1 differs from tp = 2: expert tensor parallelism apart from tp is not modelled yet"});
+                          {"etp = 4 is neither 1 nor tp = 2: an expert tensor-parallel group of its own size is not modelled"});
   // The dispatcher and the all-to-all's overlap (paraplan's columns, from the rows' notes) become
   // the ep strategy's keys; blank is Megatron's default (pinned, not searched); anything else names
   // the column.
@@ -477,11 +477,21 @@ TEST(Validate, ModernColumnsReachTheRecipe) {
   plain["id"] = "moe-plain", plain["moe_dispatcher"] = "", plain["moe_a2a_overlap"] = "";
   const std::vector<MeasuredRun> moe_runs = runs_of({flex, plain}, columns);
   const std::string flex_text = run_recipe_text(moe_runs[0]);
-  EXPECT_NE(flex_text.find("name = \"ep\"\ndegree = 2\ndispatcher = \"flex\"\noverlap = true\n"), std::string::npos)
+  EXPECT_NE(flex_text.find("name = \"ep\"\ndegree = 2\ndispatcher = \"flex\"\noverlap = true\netp = 1\n"), std::string::npos)
       << flex_text;
   const std::string plain_text = run_recipe_text(moe_runs[1]);
-  EXPECT_NE(plain_text.find("name = \"ep\"\ndegree = 2\ndispatcher = \"alltoall\"\noverlap = false\n"), std::string::npos)
+  EXPECT_NE(plain_text.find("name = \"ep\"\ndegree = 2\ndispatcher = \"alltoall\"\noverlap = false\netp = 1\n"),
+            std::string::npos)
       << plain_text;
+  // A blank etp is Megatron's: tp's degree where ep x tp divides the stage's ranks, else 1 (the
+  // only one it allows): tp 2, dp 4, ep 8 has whole experts, ep 4 split ones.
+  Row wide = flex;
+  wide["id"] = "moe-wide", wide["tp"] = "2", wide["pp"] = "1", wide["dp"] = "4", wide["ep"] = "8", wide["etp"] = "";
+  Row narrow = wide;
+  narrow["id"] = "moe-narrow", narrow["ep"] = "4";
+  const std::vector<MeasuredRun> inferred = runs_of({wide, narrow}, columns);
+  EXPECT_NE(run_recipe_text(inferred[0]).find("degree = 8\ndispatcher = \"flex\"\noverlap = true\netp = 1\n"), std::string::npos);
+  EXPECT_NE(run_recipe_text(inferred[1]).find("degree = 4\ndispatcher = \"flex\"\noverlap = true\netp = 2\n"), std::string::npos);
   Row bad = flex;
   bad["moe_dispatcher"] = "deepep";
   expect_error<InputError>([&] { parse_measured_runs(csv_text({bad}, columns), "bad.csv"); },
@@ -540,8 +550,9 @@ TEST(Validate, UnevaluableRowsAreCountedWithTheirReasons) {
   vpp_without_pp["pp"] = "1";
   vpp_without_pp["dp"] = "4";
   vpp_without_pp["vpp"] = "2";
-  Row ep = pinned_row("ep-not-dividing-dp");
-  ep["ep"] = "4";
+  // tp 2 x dp 2 = 4 ranks per stage: ep = 8 fits neither cp x dp (2) nor tp x cp x dp (4).
+  Row ep = pinned_row("ep-not-dividing-the-stage");
+  ep["ep"] = "8";
   Row huge = pinned_row("does-not-fit");  // 96 x 12288 (174B parameters) on 8 GPUs
   huge["layers"] = "96";
   huge["hidden"] = "12288";
@@ -559,7 +570,7 @@ TEST(Validate, UnevaluableRowsAreCountedWithTheirReasons) {
       {"cluster.hardware 'h100-sxn'", "did you mean 'h100-sxm'"},
       {"tp x pp x dp x cp = 2 x 2 x 1 x 1 = 4, not num_gpus = 8"},
       {"vpp = 2 needs pipeline parallelism, but pp = 1"},
-      {"ep = 4 does not divide dp = 2"},
+      {"ep = 8 does not divide cp x dp = 2"},
       {"no plan survives the search", "memory"},
   };
   for (size_t i = 1; i < predictions.size(); ++i) {

@@ -77,10 +77,10 @@ TEST(ValidationAccuracy, ModernRunsEvaluateOrSayWhyNoWorseThanToday) {
       EXPECT_FALSE(prediction.reason.empty()) << prediction.run->id;
     }
   }
-  EXPECT_GE(evaluated, 190u);
+  EXPECT_GE(evaluated, 198u);
   const ValidationSummary summary = summarize(predictions);
   ASSERT_TRUE(summary.mape_pct.has_value());
-  EXPECT_LE(*summary.mape_pct, 33.5);
+  EXPECT_LE(*summary.mape_pct, 33.0);
   ASSERT_TRUE(summary.spearman.has_value());
   EXPECT_GE(*summary.spearman, 0.95);
 }
@@ -98,9 +98,9 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
       // by model
       {"llama2-7b", 27.5}, {"llama2-13b", 19.4}, {"llama2-70b", 7.8}, {"llama3-8b", 26.4}, {"llama3-70b", 16.6},
       {"llama3.1-405b", 21.0}, {"mixtral-8x7b", 14.5}, {"deepseek-v3", 21.4}, {"gpt-oss-120b", 62.0},
-      {"nemotron-3-nano", 58.8}, {"qwen3-235b-a22b", 36.6}, {"qwen3-30b-a3b", 57.5},
+      {"nemotron-3-nano", 56.3}, {"qwen3-235b-a22b", 31.0}, {"qwen3-30b-a3b", 57.5},
       // by hardware
-      {"h100-sxm", 36.8}, {"b200", 37.0}, {"gb200-nvl72", 22.6}, {"h100-sxm-hbm2e-96gb-500w", 47.1},
+      {"h100-sxm", 33.8}, {"b200", 37.0}, {"gb200-nvl72", 22.7}, {"h100-sxm-hbm2e-96gb-500w", 47.1},
       {"h200-sxm", 29.0}, {"a100-sxm-80g", 20.0}, {"b300", 53.2}, {"gb300-nvl72", 24.3}};
   size_t guarded = 0;
   for (const std::vector<SliceAccuracy>* slices : {&summary.models, &summary.hardware})
@@ -124,7 +124,7 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
     return rows ? sum / static_cast<double>(rows) : NAN;
   };
   EXPECT_LE(half_mape({"deepseek-v3", "qwen3-30b-a3b", "mixtral-8x7b"}), 42.9 + 2.0);       // the tuning half
-  EXPECT_LE(half_mape({"qwen3-235b-a22b", "gpt-oss-120b", "nemotron-3-nano"}), 52.6 + 2.0);  // held out
+  EXPECT_LE(half_mape({"qwen3-235b-a22b", "gpt-oss-120b", "nemotron-3-nano"}), 46.6 + 2.0);  // held out
 }
 
 }  // namespace

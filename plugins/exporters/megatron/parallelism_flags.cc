@@ -11,8 +11,8 @@
 //         --virtual-pipeline-model-parallel-size flag); uneven first/last stages (plan's stage
 //         layers): --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers;
 //         gpipe and zero-bubble have no flag (the script runs 1F1B)
-//   ep    --expert-model-parallel-size, --expert-tensor-parallel-size (= tp: paraplan splits the
-//         experts' GEMMs over tp), --moe-token-dispatcher-type, --moe-expert-capacity-factor and
+//   ep    --expert-model-parallel-size, --expert-tensor-parallel-size (ep's etp: tp's degree, or
+//         1 for whole experts), --moe-token-dispatcher-type, --moe-expert-capacity-factor and
 //         --moe-pad-expert-input-to-capacity (capacity_factor > 0); imbalance is a property of
 //         the data, not a flag
 //   fsdp  stage 0: DDP (--overlap-grad-reduce with overlap); stage 1: the distributed optimizer
@@ -179,7 +179,9 @@ bool translate_data_parallel(const paraplan::PlanView& plan, const Strategy& str
 
 void translate_experts(const paraplan::PlanView& plan, const Strategy& strategy, Translation& out) {
   out.parallelism.add("--expert-model-parallel-size", plan.axis_degree(PP_AXIS_EP));
-  out.parallelism.add("--expert-tensor-parallel-size", plan.axis_degree(PP_AXIS_TP));
+  const std::string etp = strategy.setting("etp");
+  out.parallelism.add("--expert-tensor-parallel-size",
+                      etp.empty() || etp == "0" ? plan.axis_degree(PP_AXIS_TP) : int64_t{std::stoll(etp)});
   const std::string dispatcher = strategy.setting("dispatcher");
   out.moe.add("--moe-token-dispatcher-type", dispatcher.empty() ? "alltoall" : dispatcher);
   // The flex dispatcher priced (a token sent once per rank that holds its experts) is DeepEP's

@@ -1,9 +1,13 @@
 // ep: expert parallelism for mixture-of-experts models (GShard, Lepikhin et al. 2020; Switch,
 // Fedus et al. 2021; Megatron-Core MoE).
 //
-// The e ranks of an expert-parallel group are e data-parallel ranks: EP is carved out of data
-// parallelism and adds no GPUs. Each rank holds E/e of the E routed experts (shared experts stay
-// on every rank). In every MoE layer the ranks route their own tokens, send each token's top-k
+// The e ranks of an expert-parallel group are carved out of the ranks of one pipeline stage, as
+// Megatron-LM lays its expert grid (etp x ep x edp) over the dense one (tp x cp x dp): with the
+// experts split like attention (etp = tp, Megatron's default) EP takes its ranks from cp x dp;
+// with whole experts on every rank (etp = 1) from tp x cp x dp, each tensor-parallel rank then
+// routing its own s/t tokens (sequence parallelism, which Megatron-Core requires for MoE with
+// TP). EP adds no GPUs. Each rank holds E/e of the E routed experts (shared experts stay on every
+// rank and follow tp). In every MoE layer the ranks route their own tokens, send each token's top-k
 // copies to the ranks that hold the chosen experts (dispatch), run their local experts on
 // whatever arrives, and send the results back (combine). Averaged over the group a rank receives
 // as many routed tokens as it sent, tokens x top_k, now over E/e experts: its grouped GEMM runs
@@ -56,10 +60,12 @@
 // The router's auxiliary load-balancing loss (Switch, eq. 4) is a memory-bound pass over the
 // fp32 router probabilities: op "router_aux_loss", tokens x experts x 4 bytes read and written.
 //
-// Axes: "ep" (degree e) and "edp" (expert data parallelism, data_parallel_size / e), both inside
-// "dp"; the host gives children strides in creation order, so "ep" is the inner one and stays on
-// NVLink when it fits a node. Data-parallel strategies shard and reduce expert state ("*.experts")
-// over "edp" (plugins/strategies/internal/zero_sharding.h).
+// Axes: "ep" (degree e) and "edp" (expert data parallelism: the region's ranks / e), children of
+// the region "cp*dp" (etp = tp) or "tp*cp*dp" (etp = 1), naming only the axes that exist ("dp"
+// without tp or cp); the host gives children strides in creation order, so "ep" is the inner one
+// and stays on NVLink when it fits a node. Data-parallel strategies shard and reduce expert state
+// ("*.experts") over "edp" (plugins/strategies/internal/zero_sharding.h). It applies after tp and
+// sp, whose axes it carves and whose splits of the expert ops it adjusts for etp = 1.
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -90,7 +96,7 @@ std::string shared_name(std::string_view name) {
 
 class ExpertParallel : public paraplan::Strategy {
  public:
-  static constexpr int32_t apply_order = 10;
+  static constexpr int32_t apply_order = 35;  // after tp (20) and sp (30), before pp (40) and fsdp (50)
   static constexpr uint32_t flags = PP_STRATEGY_SUBDIVIDES_DATA;
 
   static paraplan::PluginInfo info() {
@@ -112,7 +118,11 @@ class ExpertParallel : public paraplan::Strategy {
                                        "a token sent once per rank that holds its experts)"),
              paraplan::ParamSpec::Bool("overlap", false,
                                        "hide one micro-batch's all-to-alls behind another's compute (Megatron-LM "
-                                       "--overlap-moe-expert-parallel-comm)")}};
+                                       "--overlap-moe-expert-parallel-comm)"),
+             paraplan::ParamSpec::Int("etp", 0,
+                                      "expert tensor parallelism (Megatron-LM --expert-tensor-parallel-size): 0 = tp's "
+                                      "degree, 1 = whole experts on every rank, expert parallelism then spanning tp")
+                 .range(0, 1 << 20)}};
   }
 
   // Every degree from 2 dividing the experts and the data-parallel size, with Megatron's
@@ -129,7 +139,8 @@ class ExpertParallel : public paraplan::Strategy {
         imbalance_(params.float_value("imbalance")),
         all_gather_(params.string_value("dispatcher") == "allgather"),
         flex_(params.string_value("dispatcher") == "flex"),
-        overlap_(params.bool_value("overlap")) {}
+        overlap_(params.bool_value("overlap")),
+        etp_(params.int_value("etp")) {}
 
   void validate(const paraplan::StrategyContext& context) override {
     const pp_model& model = context.model;
@@ -145,13 +156,32 @@ class ExpertParallel : public paraplan::Strategy {
 
   void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
     const int64_t e = context.degree;
-    const int64_t data_parallel = plan.view().data_parallel_size();
-    if (data_parallel % e != 0)
-      throw paraplan::ConstraintError("ep = " + std::to_string(e) + " must divide the data-parallel size " +
-                                      std::to_string(data_parallel) +
-                                      ": expert parallelism is carved out of data parallelism");
-    const int32_t ep_axis = plan.add_axis(PP_AXIS_EP, e, kName, PP_AXIS_DP);
-    plan.add_axis(PP_AXIS_EDP, data_parallel / e, kName, PP_AXIS_DP);
+    const paraplan::PlanView view = plan.view();
+    const int64_t t = view.axis_degree(PP_AXIS_TP), etp = etp_ == 0 ? t : etp_;
+    if (etp != 1 && etp != t)
+      throw paraplan::ConstraintError("etp = " + std::to_string(etp) + " must be 1 or tp's degree " + std::to_string(t) +
+                                      " (an expert tensor-parallel group of its own size is not modelled)");
+    // Each tensor-parallel rank dispatches its own tokens under sequence parallelism.
+    const bool sequence_split = t > 1 && !view.ops_named(PP_OP_TP_REDUCE_SCATTER).empty();
+    if (etp == 1 && t > 1 && !sequence_split)
+      throw paraplan::ConstraintError("etp = 1 with tp = " + std::to_string(t) +
+                                      " needs sequence parallelism (sp mode \"megatron\"): Megatron-Core routes each "
+                                      "tensor-parallel rank's own tokens, and requires it for MoE with tensor parallelism");
+    // The ranks EP is carved out of, innermost first: tp (when the experts are whole), cp, dp.
+    std::string region;
+    int64_t ranks = view.data_parallel_size();
+    for (const char* axis : {PP_AXIS_TP, PP_AXIS_CP}) {
+      if (view.axis_index(axis) < 0 || (std::string_view(axis) == PP_AXIS_TP && etp != 1)) continue;
+      region += std::string(axis) + "*";
+      ranks *= view.axis_degree(axis);
+    }
+    region += PP_AXIS_DP;
+    if (ranks % e != 0)
+      throw paraplan::ConstraintError("ep = " + std::to_string(e) + " must divide the " + std::to_string(ranks) +
+                                      " ranks it is carved out of (" + region + ", etp = " + std::to_string(etp) + ")");
+    const int32_t ep_axis = plan.add_axis(PP_AXIS_EP, e, kName, region);
+    plan.add_axis(PP_AXIS_EDP, ranks / e, kName, region);
+    const double split = sequence_split ? static_cast<double>(t) : 1.0;  // tokens of a rank: the micro-batch's / split
 
     // Each MoE kind of layer alike (a uniform MoE model has one): its routed experts divide
     // over the e ranks, its shared experts stay whole.
@@ -166,10 +196,11 @@ class ExpertParallel : public paraplan::Strategy {
       const double shared = width > 0 ? static_cast<double>(layer.shared_ffn_hidden) / width : 0.0;
       const double routed_fraction = experts / (experts + shared);  // of the expert parameters
       const double tokens = tokens_per_rank(plan.view(), kind, top_k);
-      divide_work(plan, kind, load, routed_fraction, static_cast<double>(e));
+      divide_work(plan, kind, load, routed_fraction, static_cast<double>(e), etp == 1 ? static_cast<double>(t) : 1.0);
       if (e > 1) {
-        add_token_exchange(plan, kind, ep_axis, context, tokens, top_k, load);
-        if (!all_gather_ && !flex_ && experts / static_cast<double>(e) > 1) sort_received_chunks(plan, kind, tokens * top_k * load, context.model.hidden);
+        add_token_exchange(plan, kind, ep_axis, context, tokens / split, top_k, load);
+        if (!all_gather_ && !flex_ && experts / static_cast<double>(e) > 1)
+          sort_received_chunks(plan, kind, tokens / split * top_k * load, context.model.hidden);
       }
       add_aux_loss(plan, kind, context, tokens * experts * 4.0);
     }
@@ -197,7 +228,11 @@ class ExpertParallel : public paraplan::Strategy {
   // Routed-expert state divides by e; shared-expert state, split off into "*.shared_experts",
   // stays whole. Expert compute and activations follow this rank's load: the grouped GEMM holds
   // E/e experts, each receiving the copies of e ranks' tokens (e x load x its mean share).
-  void divide_work(paraplan::PlanEditor& plan, uint32_t kind, double load, double routed_fraction, double e) const {
+  // `whole` = t when the routed experts are not split by tp (etp = 1): tp has divided their
+  // width and state by t, which is undone, and each rank runs only its own s/t tokens' copies
+  // through them (m / t; the FLOPs are the same).
+  void divide_work(paraplan::PlanEditor& plan, uint32_t kind, double load, double routed_fraction, double e,
+                   double whole) const {
     const paraplan::PlanView view = plan.view();
     const std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
     const std::vector<uint32_t> memory_kinds(view.raw().memory_layer_kinds, view.raw().memory_layer_kinds + memory.size());
@@ -206,14 +241,14 @@ class ExpertParallel : public paraplan::Strategy {
       pp_memory_item item = memory[i];
       std::string_view name = item.name;
       if (is_expert_activation(name)) {
-        item.bytes *= load;
+        item.bytes *= load / (name == PP_MEMORY_ACT_EXPERT_INPUT ? whole : 1.0);  // the hidden: tp's f/t of t x the copies
         plan.set_memory(i, item);
       } else if (name.ends_with("." PP_MEMORY_SUFFIX_EXPERTS)) {
         if (routed_fraction < 1.0)
           plan.add_layer_memory(paraplan::make_memory_item(item.kind, item.scope, shared_name(name), kName,
                                                            item.bytes * (1.0 - routed_fraction)),
                                 kind);
-        item.bytes *= routed_fraction / e;
+        item.bytes *= routed_fraction / e * whole;
         plan.set_memory(i, item);
       }
     }
@@ -225,7 +260,8 @@ class ExpertParallel : public paraplan::Strategy {
       if (is_expert_compute(op.name)) {
         if (op.kind == PP_OP_GEMM) {
           op.count /= e;
-          op.m *= e * load;
+          op.m *= e * load / whole;
+          (std::string_view(op.name) == PP_OP_EXPERT_DOWN ? op.k : op.n) *= whole;
         }
         op.flops *= load;
         op.bytes *= load;
@@ -238,7 +274,7 @@ class ExpertParallel : public paraplan::Strategy {
           shared.bytes = op.bytes * (1.0 - routed_fraction);
           plan.insert_layer_op(plan.view().raw().op_count, shared, kind);
         }
-        op.bytes *= routed_fraction / e;
+        op.bytes *= routed_fraction / e * whole;
         plan.set_op(i, op);
       }
     }
@@ -367,6 +403,7 @@ class ExpertParallel : public paraplan::Strategy {
   bool all_gather_;
   bool flex_;
   bool overlap_;
+  int64_t etp_;
 };
 
 }  // namespace

@@ -174,9 +174,6 @@ class SequenceParallel : public paraplan::Strategy {
         const GatherPlace place = gather_place(ops, i);
         gather.phase = place.phase;
         gathers.push_back({place.at, gather});
-      } else if (op.kind == PP_OP_COLLECTIVE && std::string_view(op.owner) == PP_STRATEGY_EP) {
-        op.bytes /= t;  // each tensor-parallel rank now dispatches only its s/t tokens to the experts
-        plan.set_op(i, op);
       } else if (name == PP_OP_ATTN_NORM || name == PP_OP_MLP_NORM || name == PP_OP_ATTN_RESIDUAL ||
                  name == PP_OP_MLP_RESIDUAL || name == PP_OP_FP8_CAST_SEQ || name == PP_OP_FINAL_NORM ||
                  name == PP_OP_EMBEDDING || name == PP_OP_ROUTER_TOPK || name == PP_OP_MOE_PERMUTE ||

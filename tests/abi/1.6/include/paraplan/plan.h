@@ -146,7 +146,9 @@ typedef struct pp_memory_item {
 
 /* One named axis of the device mesh. The host lays top-level axes innermost-first in the
  * recipe's mesh order and fills `stride` (ranks between neighbours on this axis); an axis with a
- * `parent` subdivides that axis (e.g. expert parallelism inside data parallelism). */
+ * `parent` subdivides that axis (e.g. expert parallelism inside data parallelism), or (1.6) a
+ * region of neighbouring top-level axes named innermost first and joined by '*' ("tp*cp*dp":
+ * the ranks they span together, as Megatron-LM carves expert parallelism out of tp x cp x dp). */
 typedef struct pp_mesh_axis {
   uint32_t struct_size;
   char name[PP_AXIS_NAME_CAPACITY];

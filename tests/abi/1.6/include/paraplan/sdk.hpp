@@ -281,6 +281,20 @@ inline uint32_t recomputed_modules(const pp_training& training) {
   }
 }
 
+// A mesh axis's parent as the top-level axes it subdivides: "dp" is one axis, "tp*cp*dp" a region
+// of neighbouring axes, innermost first (plan.h, pp_mesh_axis), whose ranks its children share.
+inline std::vector<std::string_view> axis_region(const char* parent) {
+  std::vector<std::string_view> names;
+  std::string_view rest(parent ? parent : "");
+  while (!rest.empty()) {
+    const size_t star = rest.find('*');
+    names.push_back(rest.substr(0, star));
+    if (star == std::string_view::npos) break;
+    rest.remove_prefix(star + 1);
+  }
+  return names;
+}
+
 // Whether an op's or memory item's `name` starts with `prefix` (names.h: PP_OP_PREFIX_PARAM).
 inline bool has_prefix(const char* name, std::string_view prefix) {
   return std::string_view(name).substr(0, prefix.size()) == prefix;
