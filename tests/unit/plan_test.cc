@@ -208,6 +208,35 @@ TEST_F(PlanFixture, MeshLayoutFollowsTheOrderInnermostFirst) {
   EXPECT_EQ(plan.axes()[3].stride, 2);
 }
 
+// A region parent: ep and edp share the ranks tp x dp span together (Megatron-LM's expert grid
+// with whole experts). 16 GPUs as tp 2 (stride 1), dp 4 (stride 2), pp 2 (stride 8): the region
+// starts at tp's stride 1 and holds 8 ranks; ep 4 takes stride 1, edp 2 stride 4.
+TEST_F(PlanFixture, RegionChildrenShareTheRanksOfNeighbouringAxes) {
+  api.add_axis(api.plan, "dp", 4, nullptr, "fsdp");
+  api.add_axis(api.plan, "tp", 2, nullptr, "tp");
+  api.add_axis(api.plan, "pp", 2, nullptr, "pp");
+  api.add_axis(api.plan, "ep", 4, "tp*dp", "ep");
+  api.add_axis(api.plan, "edp", 2, "tp*dp", "ep");
+  plan.lay_out_mesh({"tp", "dp", "pp"});
+  EXPECT_EQ(plan.axes()[3].stride, 1);
+  EXPECT_EQ(plan.axes()[4].stride, 4);
+  // With pp between tp and dp the region is split: refused, naming both.
+  test::expect_error<PlanError>([&] { plan.lay_out_mesh({"tp", "pp", "dp"}); },
+                                {"axes inside 'tp*dp' need tp and dp next to each other"});
+  // Children that do not divide the region's 8 ranks are refused.
+  api.add_axis(api.plan, "ghost", 3, "tp*dp", "ep");
+  test::expect_error<PlanError>([&] { plan.lay_out_mesh({"tp", "dp", "pp"}); },
+                                {"axes inside 'tp*dp' have degree product 24, which does not divide the 8 ranks tp, dp span"});
+}
+
+TEST_F(PlanFixture, ARegionNamesAxesThatExist) {
+  api.add_axis(api.plan, "dp", 16, nullptr, "fsdp");
+  api.add_axis(api.plan, "ep", 2, "cp*dp", "ep");
+  test::expect_error<PlanError>([&] { plan.lay_out_mesh({"dp"}); }, {"mesh region 'cp*dp' names an axis 'cp'"});
+  EXPECT_EQ(paraplan::axis_region("tp*cp*dp"), (std::vector<std::string_view>{"tp", "cp", "dp"}));
+  EXPECT_EQ(paraplan::axis_region("dp"), (std::vector<std::string_view>{"dp"}));
+}
+
 TEST_F(PlanFixture, MeshMustCoverTheCluster) {
   api.add_axis(api.plan, "dp", 4, nullptr, "fsdp");
   test::expect_error<PlanError>([&] { plan.lay_out_mesh({"dp"}); }, {"covers 4 GPUs but the cluster has 16"});
