@@ -125,7 +125,7 @@ class ExpertParallel : public paraplan::Strategy {
                  .range(0, 1 << 20)}};
   }
 
-  // Every degree from 2 dividing the experts and the data-parallel size, with Megatron's
+  // Every degree from 2 dividing the experts and the ranks it is carved out of, with Megatron's
   // all-to-all or the flex dispatcher, overlapped or not: how the engine runs the exchange is a
   // choice. The routing settings (capacity, padding, imbalance) describe the model and stay as
   // the recipe sets them; the all-gather dispatcher moves e/k times the bytes and is not tried.
