@@ -152,7 +152,7 @@ struct Candidate {
     return text;
   }
 
-  // The same format as key_of(), strategies in apply order (ep 10, tp 20, sp 30, pp 40, fsdp 50).
+  // The same format as key_of() (ep first here: a dense model's search leaves it out, so no winner has it).
   std::string key(const std::vector<std::string>& mesh) const {
     std::string text = ep > 0 ? "ep=" + std::to_string(ep) + " | " : "";
     text += "tp=" + std::to_string(tp) + " | sp=" + std::to_string(sp) + " mode=" + sp_mode + " | pp=" +
