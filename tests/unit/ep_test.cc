@@ -362,6 +362,8 @@ TEST(ExpertParallel, ExpertParallelismIsCarvedOutOfTensorContextAndDataParalleli
   // one local expert gets 2048 x 2 / 8 copies from each of the 8 ranks and runs them through
   // the whole expert (n = 2 x 14336, not split by tp); its weights are whole too.
   EXPECT_DOUBLE_EQ(find_op(whole, "ep_dispatch", PP_PHASE_FORWARD).bytes, 2048 * kTopK * kHidden * 2);
+  EXPECT_EQ(find_op(whole, "router", PP_PHASE_FORWARD).m, 2048);  // it scores only its own tokens
+  EXPECT_EQ(find_op(whole, "router_aux_loss", PP_PHASE_FORWARD).bytes, 2048 * kExperts * 4 * 2);
   const pp_op& up = find_op(whole, "expert_up", PP_PHASE_FORWARD);
   EXPECT_EQ(up.m, 2048 * 2 / 8 * 8);
   EXPECT_EQ(up.n, 2 * kExpertFfn);

@@ -202,7 +202,7 @@ class ExpertParallel : public paraplan::Strategy {
         if (!all_gather_ && !flex_ && experts / static_cast<double>(e) > 1)
           sort_received_chunks(plan, kind, tokens / split * top_k * load, context.model.hidden);
       }
-      add_aux_loss(plan, kind, context, tokens * experts * 4.0);
+      add_aux_loss(plan, kind, context, tokens / split * experts * 4.0);  // over this rank's tokens' probabilities
     }
   }
 

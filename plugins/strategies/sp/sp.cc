@@ -180,6 +180,10 @@ class SequenceParallel : public paraplan::Strategy {
                  name == PP_OP_MOE_UNPERMUTE) {
         op.bytes /= t;  // norms, dropout, residuals and the routing of this rank's tokens now run on s/t
         plan.set_op(i, op);
+      } else if (name == PP_OP_ROUTER) {
+        op.m /= t;  // the router's GEMM (not split by tp) scores only this rank's s/t tokens
+        op.flops /= t;
+        plan.set_op(i, op);
       }
     }
     // From the back, so earlier positions stay valid.
