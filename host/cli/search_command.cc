@@ -83,13 +83,15 @@ int run_search_command(const std::vector<std::string>& arguments) {
         "headroom) or break a constraint are rejected and counted by reason; the rest are ranked.\n\n"
         "The recipe pins what it writes and leaves the rest to the search: in [[strategy]], degree = 8\n"
         "pins, degree = [2, 4] or \"auto\" tries a set, schedule = [\"1f1b\", \"zero-bubble\"] tries\n"
-        "those; a listed strategy is always used, an unlisted one is tried and left out. In [training],\n"
+        "those; a listed strategy is always used, an unlisted one is tried and left out (and left out\n"
+        "before counting, named once, when no plan could use it: ep on a dense model). In [training],\n"
         "micro_batch and recompute take the same forms (absent: powers of two up to 16 dividing the\n"
         "global batch, and none|selective|full). [cluster] mesh_order pins the layout.",
         options,
         "Exit codes: 0 plans were found; 1 no plan survives (the message names what rejected them);\n"
         "2 usage error; 3 input error (file, TOML, schema, plugin); 4 internal error.\n\n"
-        "Example:\n  paraplan search recipes/search/gpt3-175b-512xa100.toml --top 5\n");
+        "Examples:\n  paraplan search recipes/search/gpt3-175b-512xa100.toml --top 5\n"
+        "  paraplan search recipes/search/deepseek-v3-2048xh800.toml --top 5   (MoE: ep, its dispatcher and overlap)\n");
     return common.help ? kExitOk : kExitUsage;
   }
   settings.objective = parse_objective(objective);
