@@ -483,58 +483,49 @@ void mesh_strides(std::span<const pp_mesh_axis> axes, std::span<const size_t> to
   if (stride != num_gpus)
     throw PlanError("the mesh covers " + std::to_string(stride) + " GPUs but the cluster has " +
                     std::to_string(num_gpus));
-  // Children of a region subdivide the ranks its axes span together, innermost-first, in creation
-  // order. Its axes must follow one another in the layout: each one's stride is the previous
-  // one's times its degree.
-  std::vector<std::string> regions;
+  // Children subdivide their parent innermost-first, in creation order. A parent is one
+  // top-level axis or a region of several (paraplan::axis_region) whose axes must follow one
+  // another in the layout: each one's stride the previous one's times its degree.
+  std::vector<std::string> parents;
   for (const pp_mesh_axis& axis : axes)
-    if (std::strchr(axis.parent, '*') && std::find(regions.begin(), regions.end(), axis.parent) == regions.end())
-      regions.emplace_back(axis.parent);
-  for (const std::string& region : regions) {
-    int64_t region_stride = 0, region_degree = 1;
+    if (axis.parent[0] != '\0' && std::find(parents.begin(), parents.end(), axis.parent) == parents.end())
+      parents.emplace_back(axis.parent);
+  for (const std::string& parent : parents) {
+    const std::vector<std::string_view> names = paraplan::axis_region(parent.c_str());
+    const bool region = names.size() > 1;
+    int64_t parent_stride = 0, parent_degree = 1;
     std::string spanned;
-    for (std::string_view name : paraplan::axis_region(region.c_str())) {
+    for (std::string_view name : names) {
       auto member = std::find_if(axes.begin(), axes.end(), [&](const pp_mesh_axis& axis) {
         return axis.parent[0] == '\0' && name == axis.name;
       });
-      if (member == axes.end())
-        throw PlanError("mesh region '" + region + "' names an axis '" + std::string(name) + "' that no strategy created");
+      if (member == axes.end()) {
+        if (!region) break;  // its children keep stride 0: refused below, naming each of them
+        throw PlanError("mesh region '" + parent + "' names an axis '" + std::string(name) + "' that no strategy created");
+      }
       const int64_t stride = strides[static_cast<size_t>(member - axes.begin())];
-      if (region_stride == 0) {
-        region_stride = stride;
-      } else if (stride != region_stride * region_degree) {
-        throw PlanError("axes inside '" + region + "' need " + spanned + " and " + std::string(name) +
+      if (parent_stride == 0) {
+        parent_stride = stride;
+      } else if (stride != parent_stride * parent_degree) {
+        throw PlanError("axes inside '" + parent + "' need " + spanned + " and " + std::string(name) +
                         " next to each other in the mesh order (innermost first), as in Megatron-LM's tp-cp-ep-dp-pp");
       }
-      region_degree *= member->degree;
+      parent_degree *= member->degree;
       spanned += (spanned.empty() ? "" : ", ") + std::string(name);
     }
-    int64_t child_stride = region_stride, covered = 1;
+    if (parent_stride == 0) continue;
+    int64_t child_stride = parent_stride, covered = 1;
     for (size_t child = 0; child < axes.size(); ++child) {
-      if (region != axes[child].parent) continue;
+      if (parent != axes[child].parent) continue;
       strides[child] = child_stride;
       child_stride *= axes[child].degree;
       covered *= axes[child].degree;
     }
-    if (region_degree % covered != 0)
-      throw PlanError("axes inside '" + region + "' have degree product " + std::to_string(covered) +
-                      ", which does not divide the " + std::to_string(region_degree) + " ranks " + spanned + " span");
-  }
-  // Children subdivide their parent innermost-first, in creation order.
-  for (size_t parent = 0; parent < axes.size(); ++parent) {
-    if (axes[parent].parent[0] != '\0') continue;
-    int64_t child_stride = strides[parent];
-    int64_t covered = 1;
-    for (size_t child = 0; child < axes.size(); ++child) {
-      if (std::strcmp(axes[child].parent, axes[parent].name) != 0) continue;
-      strides[child] = child_stride;
-      child_stride *= axes[child].degree;
-      covered *= axes[child].degree;
-    }
-    if (covered > 1 && axes[parent].degree % covered != 0)
-      throw PlanError("axes inside '" + std::string(axes[parent].name) + "' have degree product " +
-                      std::to_string(covered) + ", which does not divide its degree " +
-                      std::to_string(axes[parent].degree));
+    if (parent_degree % covered != 0)
+      throw PlanError("axes inside '" + parent + "' have degree product " + std::to_string(covered) +
+                      ", which does not divide " +
+                      (region ? "the " + std::to_string(parent_degree) + " ranks " + spanned + " span"
+                              : "its degree " + std::to_string(parent_degree)));
   }
   for (size_t i = 0; i < axes.size(); ++i)
     if (strides[i] == 0)
