@@ -198,7 +198,8 @@ class ExpertParallel : public paraplan::Strategy {
       const double tokens = tokens_per_rank(plan.view(), kind, top_k);
       divide_work(plan, kind, load, routed_fraction, static_cast<double>(e), etp == 1 ? static_cast<double>(t) : 1.0);
       if (e > 1) {
-        add_token_exchange(plan, kind, ep_axis, context, tokens / split, top_k, load);
+        const double sent = flex_ ? distinct_ranks(layer.experts, layer.top_k, e) : top_k;  // copies a token sends
+        add_token_exchange(plan, kind, ep_axis, context, tokens / split, sent, load);
         if (!all_gather_ && !flex_ && experts / static_cast<double>(e) > 1)
           sort_received_chunks(plan, kind, tokens / split * top_k * load, context.model.hidden);
       }
@@ -297,21 +298,21 @@ class ExpertParallel : public paraplan::Strategy {
   }
 
   // Dispatch goes in front of the kind's first expert op, combine after its last one, one op per
-  // phase. Each token's top_k copies leave the rank; the shared experts' inputs stay.
+  // phase. Each token's `sent` copies leave the rank (top_k, or the distinct ranks under the flex
+  // dispatcher); the shared experts' inputs stay.
   void add_token_exchange(paraplan::PlanEditor& plan, uint32_t kind, int32_t ep_axis,
-                          const paraplan::StrategyContext& context, double tokens, double top_k, double load) const {
+                          const paraplan::StrategyContext& context, double tokens, double sent, double load) const {
     const double hidden_bytes = tokens * static_cast<double>(context.model.hidden) * kActivationBytes;
     const double e = static_cast<double>(context.degree);
     pp_collective dispatch_kind = PP_COLLECTIVE_ALL_TO_ALL, combine_kind = PP_COLLECTIVE_ALL_TO_ALL;
-    const pp_layer_kind& layer = plan.view().layer_kinds()[kind];
-    double bytes = hidden_bytes * (flex_ ? distinct_ranks(layer.experts, layer.top_k, context.degree) : top_k) * load;
+    double bytes = hidden_bytes * sent * load;
     if (all_gather_) {
       dispatch_kind = PP_COLLECTIVE_ALL_GATHER;
       combine_kind = PP_COLLECTIVE_REDUCE_SCATTER;
       bytes = e * hidden_bytes;
     }
     const std::vector<pp_phase> phases = layer_phases(context.training);
-    const double exposed = overlap_ ? exposed_share(context.training, plan.view().data_parallel_size()) : 1.0;
+    const double exposed = overlap_ ? exposed_share(plan.view().pipeline().micro_batches) : 1.0;
     // Padded capacity buffers are even whatever the routing; otherwise the busiest rank's load.
     const double uneven = capacity_factor_ > 0 && pad_to_capacity_ ? 1.0 : load;
     // Each exchange as its exposed part and, with overlap, its hidden part (same collective).
@@ -335,12 +336,11 @@ class ExpertParallel : public paraplan::Strategy {
     }
   }
 
-  // The share of each exchange left on the critical path under batch-level overlap (header).
-  static double exposed_share(const pp_training& training, int64_t data_parallel) {
+  // The share of each exchange left on the critical path under batch-level overlap (header);
+  // `micro_batches` per step on a data-parallel rank, as the host fixed them before any strategy.
+  static double exposed_share(int64_t micro_batches) {
     constexpr double kOverlapSmShare = 20.0 / 132.0;
-    const double micro_batches = static_cast<double>(training.global_batch) /
-                                 static_cast<double>(std::max<int64_t>(1, training.micro_batch * data_parallel));
-    const double alone = 1.0 / std::max(1.0, micro_batches);
+    const double alone = 1.0 / std::max(1.0, static_cast<double>(micro_batches));
     return alone + (1.0 - alone) * kOverlapSmShare;
   }
 
