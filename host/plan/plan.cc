@@ -146,20 +146,28 @@ void Plan::set_workload(const std::vector<pp_op>& ops, const std::vector<uint32_
   state_.memory_kinds = memory_kinds;
 }
 
-// Virtual stage c·p + s holds chunk c of stage s; its layers come next in the model's order, each
-// stage's layers split over its chunks by paraplan::even_chunk_layers.
+// The virtual stages take the model's layers in order (chunk c of stage s is the one
+// paraplan::virtual_stage_of names), each stage's layers split over its chunks by
+// paraplan::even_chunk_layers.
 void Plan::fill_layer_counts_in_order() {
   const size_t stages = state_.stages.size(), kinds = stack_.kinds().size();
   const size_t chunks = static_cast<size_t>(std::max<int64_t>(1, state_.pipeline.virtual_stages));
   state_.layer_counts.assign(stages * chunks * kinds, 0);
-  size_t next = 0;
+  std::vector<size_t> chunk_in_order(stages * chunks);  // virtual stage -> chunk * stages + stage
   for (size_t chunk = 0; chunk < chunks; ++chunk)
     for (size_t stage = 0; stage < stages; ++stage) {
-      const int64_t here = paraplan::even_chunk_layers(state_.stages[stage].layers, static_cast<int64_t>(chunks),
-                                                       static_cast<int64_t>(chunk));
-      for (int64_t i = 0; i < here && next < stack_.sequence().size(); ++i, ++next)
-        ++state_.layer_counts[(chunk * stages + stage) * kinds + stack_.sequence()[next]];
+      const int64_t virtual_stage = paraplan::virtual_stage_of(state_.pipeline, static_cast<int64_t>(stage),
+                                                               static_cast<int64_t>(chunk));
+      chunk_in_order[static_cast<size_t>(virtual_stage)] = chunk * stages + stage;
     }
+  size_t next = 0;
+  for (const size_t entry : chunk_in_order) {
+    const size_t stage = entry % stages, chunk = entry / stages;
+    const int64_t here = paraplan::even_chunk_layers(state_.stages[stage].layers, static_cast<int64_t>(chunks),
+                                                     static_cast<int64_t>(chunk));
+    for (int64_t i = 0; i < here && next < stack_.sequence().size(); ++i, ++next)
+      ++state_.layer_counts[entry * kinds + stack_.sequence()[next]];
+  }
 }
 
 uint32_t Plan::inferred_kind(uint32_t index) const {
@@ -384,8 +392,11 @@ pp_status Plan::set_pipeline(void* plan, const pp_pipeline* pipeline, const pp_s
   return guarded(plan, [&](Plan& target) {
     pp_pipeline copy;
     if (!copy_versioned(pipeline, copy)) return target.refuse("set_pipeline: a pipeline smaller than ABI 1.0's (or NULL)");
-    if (raw(copy.schedule) < PP_SCHEDULE_NONE || raw(copy.schedule) > PP_SCHEDULE_ZERO_BUBBLE)
-      return target.refuse("set_pipeline: schedule " + std::to_string(raw(copy.schedule)) + ", not 0-4");
+    if (raw(copy.schedule) < PP_SCHEDULE_NONE || raw(copy.schedule) > PP_SCHEDULE_DUALPIPE_V)
+      return target.refuse("set_pipeline: schedule " + std::to_string(raw(copy.schedule)) + ", not 0-5");
+    if (copy.schedule == PP_SCHEDULE_DUALPIPE_V && copy.virtual_stages != 2)
+      return target.refuse("set_pipeline: DualPipe-V places 2 chunks on every stage, not " +
+                           std::to_string(copy.virtual_stages));
     if (copy.stages < 1 || copy.stages > target.cluster_.num_gpus || copy.virtual_stages < 1 ||
         copy.virtual_stages > std::max<int64_t>(1, target.stack_layers()) || copy.micro_batches < 1 ||
         copy.micro_batches > kMaxMicroBatches)

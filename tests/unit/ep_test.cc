@@ -306,6 +306,29 @@ TEST(ExpertParallel, OverlapLeavesTheUnpairedPassesAndTheSmShareExposed) {
               (latency + x * transfer) / (latency + transfer), 1e-9);
 }
 
+// Megatron-Core's TransformerConfig refuses the overlap with full
+// recomputation, and with pp > 1 without virtual stages; DualPipe-V pairs a
+// forward with a backward by construction.
+TEST(ExpertParallel, OverlapNeedsASchedulePairingForwardAndBackward) {
+  expect_error<PlanError>(
+      [] { test::evaluate_recipe(mixtral_recipe(8, "degree = 8\noverlap = true\n", 32, "recompute = \"full\"\n")); },
+      {"strategy[0] 'ep'", "cannot run with recompute = \"full\""});
+  auto piped = [](const std::string &schedule) {
+    return "[model]\npreset = \"mixtral-8x7b\"\nseq_len = "
+           "4096\n[training]\nglobal_batch = 32\nmicro_batch = 1\n"
+           "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = "
+           "16\n[[strategy]]\nname = \"ep\"\ndegree = 8\n"
+           "overlap = true\n[[strategy]]\nname = \"pp\"\ndegree = 2\n" +
+           schedule;
+  };
+  for (const char *schedule : {"schedule = \"1f1b\"\n", "schedule = \"zero-bubble\"\n"})
+    expect_error<PlanError>([&] { test::evaluate_recipe(piped(schedule)); },
+                            {"strategy[1] 'pp'", "ep's overlap", "\"interleaved-1f1b\" or \"dualpipe-v\""});
+  EXPECT_GT(test::evaluate_recipe(piped("schedule = \"interleaved-1f1b\"\nvirtual_stages = 2\n")).number("time.step_s"),
+            0);
+  EXPECT_GT(test::evaluate_recipe(piped("schedule = \"dualpipe-v\"\n")).number("time.step_s"), 0);
+}
+
 // Dropless routing with imbalance is an uneven exchange, and the plan says so (pp_op.count = the
 // busiest rank's load, which an executor moving real bytes turns into per-peer counts); padded
 // capacity buffers are even whatever the routing.

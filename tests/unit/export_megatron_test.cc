@@ -255,13 +255,15 @@ TEST(ExportMegatron, ExpertParallelPlan) {
   // DeepEP's dispatcher and the batch-level overlap of the all-to-alls (pp = 1: Megatron-LM's
   // combined 1F1B accepts it; with the allgather dispatcher it would not, and says so).
   const Export flex = export_file("recipes/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml",
-                                  {"strategy.ep.dispatcher=flex", "strategy.ep.overlap=true"});
+                                  {"strategy.ep.dispatcher=flex", "strategy.ep.overlap=true",
+                                   "training.recompute=selective"});
   EXPECT_EQ(value(flex.script, "--moe-token-dispatcher-type"), "flex");
   EXPECT_EQ(value(flex.script, "--moe-flex-dispatcher-backend"), "deepep");
   EXPECT_TRUE(has(flex.script, "--overlap-moe-expert-parallel-comm"));
   EXPECT_FALSE(mentions(flex.unexpressed, "ep overlap"));
   const Export gathered = export_file("recipes/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml",
-                                      {"strategy.ep.dispatcher=allgather", "strategy.ep.overlap=true"});
+                                      {"strategy.ep.dispatcher=allgather", "strategy.ep.overlap=true",
+                                       "training.recompute=selective"});
   EXPECT_TRUE(mentions(gathered.unexpressed, "ep overlap with the allgather dispatcher"));
   EXPECT_FALSE(has(gathered.script, "--moe-flex-dispatcher-backend"));
   // Whole experts beside tp = 2 (etp = 1): EP 8 carved out of tp x dp.

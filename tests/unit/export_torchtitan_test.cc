@@ -114,7 +114,8 @@ TEST(ExportTorchtitan, MoeWithExpertParallelismMatchesTheGoldenFilesAndTheRecipe
   EXPECT_FALSE(mentions(result.unexpressed, "fsdp stage"));
   // DeepEP's one copy per rank and the batch-level overlap have no torchtitan form: reported.
   const ExportResult flex =
-      test::export_recipe(kMoe, "torchtitan", {"strategy.ep.dispatcher=flex", "strategy.ep.overlap=true"});
+      test::export_recipe(kMoe, "torchtitan", {"strategy.ep.dispatcher=flex", "strategy.ep.overlap=true",
+                                   "training.recompute=selective"});
   EXPECT_TRUE(mentions(flex.unexpressed, "ep dispatcher flex"));
   EXPECT_TRUE(mentions(flex.unexpressed, "ep overlap"));
   EXPECT_FALSE(mentions(result.unexpressed, "ep overlap"));
@@ -135,6 +136,41 @@ TEST(ExportTorchtitan, LongContextMatchesTheGoldenFilesAndTheRecipe) {
   EXPECT_EQ(integer(config, "training", "local_batch_size"), 32);  // 64 / dp 2
   EXPECT_EQ(result.unexpressed, std::vector<std::string>{result.unexpressed.front()});
   EXPECT_TRUE(mentions(result.unexpressed, "fsdp stage 1"));
+}
+
+// DualPipe-V is torch.distributed.pipelining's ScheduleDualPipeV, whose stages
+// torchtitan places in a V (pipeline_parallel.py: rank r runs stages r and 2p -
+// 1 - r), as the plan does.
+TEST(ExportTorchtitan, DualPipeVIsTorchsSchedule) {
+  const ExportResult even = test::export_recipe(kLongContext, "torchtitan",
+                                                {"strategy.pp.schedule=dualpipe-v", "strategy.pp.virtual_stages=1"});
+  const toml::table config = toml::parse(file_named(even, "torchtitan_job.toml").data);
+  EXPECT_EQ(text(config, "parallelism", "pipeline_parallel_schedule"), "DualPipeV");
+  EXPECT_EQ(integer(config, "parallelism", "pipeline_parallel_layers_per_stage"),
+            10);  // 80 layers / (2 x 4)
+  EXPECT_FALSE(mentions(even.unexpressed, "pp schedule"));
+  // Ends trimmed: the model parts in the model's order, every layer once, the
+  // embedding first and the head last (both of them on rank 0 once torchtitan
+  // folds the parts into a V).
+  const ExportResult trimmed = test::export_recipe(
+      kLongContext, "torchtitan",
+      {"strategy.pp.schedule=dualpipe-v", "strategy.pp.virtual_stages=1", "strategy.pp.trim_ends=true"});
+  const toml::table uneven = toml::parse(file_named(trimmed, "torchtitan_job.toml").data);
+  const toml::array *parts = uneven["parallelism"]["module_fqns_per_model_part"].as_array();
+  ASSERT_NE(parts, nullptr);
+  ASSERT_EQ(parts->size(), 8u);
+  std::vector<std::string> names;
+  for (const toml::node &part : *parts)
+    for (const toml::node &name : *part.as_array()) names.push_back(name.value<std::string>().value_or(""));
+  ASSERT_EQ(names.size(), 80u + 3);
+  EXPECT_EQ(names.front(), "tok_embeddings");
+  EXPECT_EQ(names.back(), "output");
+  for (int layer = 0; layer < 80; ++layer)
+    EXPECT_EQ(names[static_cast<size_t>(layer) + 1], "layers." + std::to_string(layer));
+  // Megatron-LM has no DualPipe: its script runs 1F1B, and says so.
+  const ExportResult megatron = test::export_recipe(
+      kLongContext, "megatron", {"strategy.pp.schedule=dualpipe-v", "strategy.pp.virtual_stages=1"});
+  EXPECT_TRUE(mentions(megatron.unexpressed, "pp schedule 'dualpipe-v'"));
 }
 
 }  // namespace

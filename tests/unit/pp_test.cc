@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "paraplan/sdk.hpp"
 #include "test_support.h"
 
 namespace paraplan::host {
@@ -285,7 +286,7 @@ std::string spell(const std::vector<pp_schedule_step>& steps) {
 }
 
 TEST(PipelineSchedule, OneForwardOneBackwardWarmsUpThenAlternates) {
-  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 8, "1f1b"));
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 8, "1f1b"), "analytic", /*list_steps=*/true);
   expect_complete(evaluated, false);
   for (int s = 0; s < 4; ++s) EXPECT_EQ(warmup(steps_of(evaluated, s)), 3 - s) << "stage " << s;
   // The last stage alternates from the start; stage 0 after p - 1 = 3 warm-up forwards.
@@ -296,7 +297,7 @@ TEST(PipelineSchedule, OneForwardOneBackwardWarmsUpThenAlternates) {
 }
 
 TEST(PipelineSchedule, GPipeRunsAllForwardsFirst) {
-  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 8, "gpipe"));
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 8, "gpipe"), "analytic", /*list_steps=*/true);
   expect_complete(evaluated, false);
   for (int s = 0; s < 4; ++s) EXPECT_EQ(forwards_before_first_backward(steps_of(evaluated, s)), 8);
   EXPECT_EQ(spell(steps_of(evaluated, 2)), "F0 F1 F2 F3 F4 F5 F6 F7 B0 B1 B2 B3 B4 B5 B6 B7");
@@ -305,7 +306,8 @@ TEST(PipelineSchedule, GPipeRunsAllForwardsFirst) {
 
 TEST(PipelineSchedule, InterleavedFollowsMegatronsOrder) {
   // p = 4, m = 8, v = 2: 16 chunk passes per stage; warm-up 2(p-s-1) + (v-1)p = 10, 8, 6, 4.
-  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 8, "interleaved-1f1b", 2));
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 8, "interleaved-1f1b", 2), "analytic",
+                                                    /*list_steps=*/true);
   expect_complete(evaluated, false);
   for (int s = 0; s < 4; ++s) EXPECT_EQ(warmup(steps_of(evaluated, s)), 10 - 2 * s) << "stage " << s;
   // Groups of p micro-batches per chunk: forwards 0-3 on chunk 0, 0-3 on chunk 1, 4-7 on chunk 0...;
@@ -317,13 +319,14 @@ TEST(PipelineSchedule, InterleavedFollowsMegatronsOrder) {
   EXPECT_DOUBLE_EQ(replay(evaluated.composed.plan->view(), 0.5, 1.0, 0), 8 * 3 + 3 * 3 / 2.0);
 
   // The smallest case by hand, p = 2, m = 2, v = 2: stage 0 warms up with all 4 chunk forwards.
-  test::Evaluated tiny = test::evaluate_recipe(pipeline(2, 2, "interleaved-1f1b", 2, 4));
+  test::Evaluated tiny = test::evaluate_recipe(pipeline(2, 2, "interleaved-1f1b", 2, 4), "analytic",
+                                               /*list_steps=*/true);
   EXPECT_EQ(spell(steps_of(tiny, 0)), "F0 F1 F0.1 F1.1 B0.1 B1.1 B0 B1");
   EXPECT_EQ(spell(steps_of(tiny, 1)), "F0 F1 F0.1 B0.1 F1.1 B1.1 B0 B1");
 }
 
 TEST(PipelineSchedule, ZeroBubbleDefersWeightGradients) {
-  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 8, "zero-bubble"));
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 8, "zero-bubble"), "analytic", /*list_steps=*/true);
   expect_complete(evaluated, true);
   for (int s = 0; s < 4; ++s) EXPECT_EQ(warmup(steps_of(evaluated, s)), 3 - s) << "stage " << s;
   // ZB-H1: stage s keeps p-s-1 warm-up forwards and owes up to s weight gradients, so every
@@ -397,6 +400,75 @@ TEST(PipelineParallel, NoPointToPointWithOneStage) {
   test::Evaluated evaluated = test::evaluate_recipe(pipeline(1, 4, "1f1b", 1, 4));
   EXPECT_EQ(evaluated.number("pipeline.bubble_fraction"), 0);
   EXPECT_EQ(evaluated.number("comm.pp.bytes_per_gpu_per_step"), 0);  // the key is there, nothing is sent
+}
+
+// ---------------------------------------------------------------------------------------------
+// DualPipe-V
+
+TEST(PipelineParallel, DualPipeVHasZeroBubblesBubble) {
+  // The DualPipe README's (PP/2 - 1)(F&B + B - 3W) for PP = 2p = 8 chunk
+  // stages, a chunk's F = 1, full backward B = 2, W = 1 and F&B = F + B = 3: 3
+  // x 2 = 6 chunk units, against the ideal m x 2 chunks x (F + B) = 16 x 2 x 3
+  // = 96 of a rank: 1/16, ZB-H1's (p-1)/(3m).
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 16, "dualpipe-v"));
+  EXPECT_DOUBLE_EQ(evaluated.number("pipeline.bubble_fraction"), 6.0 / 96);
+  EXPECT_DOUBLE_EQ(evaluated.number("pipeline.bubble_fraction"),
+                   test::evaluate_recipe(pipeline(4, 16, "zero-bubble")).number("pipeline.bubble_fraction"));
+  EXPECT_EQ(evaluated.number("pipeline.virtual_stages"), 2);
+}
+
+TEST(PipelineParallel, DualPipeVFoldsTheStagesIntoAV) {
+  // 32 layers over 2p = 8 virtual stages of 4; rank s runs virtual stages s and
+  // 7 - s, so rank 0 holds the first 4 layers with the embedding and the last 4
+  // with the head.
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 16, "dualpipe-v"));
+  EXPECT_EQ(stage_layers(evaluated), std::vector<int64_t>(4, 8));
+  const paraplan::PlanView view(evaluated.composed.plan->view());
+  for (size_t stage = 0; stage < 4; ++stage) {
+    EXPECT_EQ(view.stages()[stage].has_embedding, stage == 0) << stage;
+    EXPECT_EQ(view.stages()[stage].has_head, stage == 0) << stage;
+    EXPECT_EQ(view.layers_on_chunk(stage, 0, PP_EVERY_LAYER_KIND), 4);
+    EXPECT_EQ(view.layers_on_chunk(stage, 1, PP_EVERY_LAYER_KIND), 4);
+    EXPECT_EQ(paraplan::virtual_stage_of(view.pipeline(), static_cast<int64_t>(stage), 1),
+              7 - static_cast<int64_t>(stage));
+  }
+  // 30 layers with trim_ends: the embedding and the loss weigh a layer each, 32
+  // over 8 = 4, both ends on rank 0 lose theirs: 3 + 3 there.
+  test::Evaluated trimmed =
+      test::evaluate_recipe(small_recipe(4, 16, "degree = 4\nschedule = \"dualpipe-v\"\ntrim_ends = true\n", 30));
+  EXPECT_EQ(stage_layers(trimmed), (std::vector<int64_t>{6, 8, 8, 8}));
+}
+
+TEST(PipelineParallel, DualPipeVKeepsMostSetsOnTheChunkFarFromTheLoss) {
+  // dualpipev.py on p = 4: rank s holds 2p - s = 8 - s sets of chunk 0 and s +
+  // 1 of chunk 1. Rank 1's chunks are 4 layers each: (7 + 2) / 2 = 4.5
+  // whole-stage sets.
+  test::Evaluated evaluated = test::evaluate_recipe(pipeline(4, 16, "dualpipe-v"));
+  EXPECT_DOUBLE_EQ(evaluated.composed.plan->stages()[1].in_flight_micro_batches, 4.5);
+  // Rank 0: chunk 0 is 4 layers of 34·sbh and the embedding's 1-byte mask sbh,
+  // 8 sets; chunk 1 is 4 layers and the fp32 logits 4·s·b·vocab = 32·sbh, 1 set
+  // (Korthikanti et al. 2022 as above).
+  const double sbh = 1024.0 * 1 * 1024;
+  const double chunk0 = 4 * 34 * sbh + sbh, chunk1 = 4 * 34 * sbh + 32 * sbh;
+  EXPECT_NEAR(evaluated.number("memory.activations_bytes"), 8 * chunk0 + 1 * chunk1, 1.0);
+  EXPECT_NEAR(evaluated.number("memory.micro_batches_in_flight"), (8 * chunk0 + chunk1) / (chunk0 + chunk1), 1e-9);
+}
+
+TEST(PipelineParallel, DualPipeVRefusesWhatItCannotRun) {
+  // dualpipev.py asserts at least 2 x pp micro-batches.
+  expect_error<PlanError>([] { test::evaluate_recipe(pipeline(4, 6, "dualpipe-v")); },
+                          {"\"dualpipe-v\" needs at least 2 x pp = 8 micro-batches", "= 6"});
+  expect_error<PlanError>(
+      [] {
+        test::evaluate_recipe(small_recipe(4, 16, "degree = 4\nschedule = \"dualpipe-v\"\nfirst_stage_layers = 4\n"));
+      },
+      {"places its two chunks per rank itself"});
+  expect_error<PlanError>([] { test::evaluate_recipe(pipeline(4, 16, "dualpipe-v", 3)); },
+                          {"runs 2 model chunks per rank, but virtual_stages = 3"});
+  // Its V has no step order for the rank programs yet: simulate says so instead
+  // of walking 1F1B.
+  expect_error<PlanError>([] { test::evaluate_recipe(pipeline(4, 16, "dualpipe-v"), "simulate"); },
+                          {"\"dualpipe-v\" has no step order", "simulate"});
 }
 
 // ---------------------------------------------------------------------------------------------

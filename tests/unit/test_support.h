@@ -63,21 +63,26 @@ struct Evaluated {
   }
 };
 
-// A read recipe through the rest of the pipeline: open hardware, compose, run an executor.
-inline Evaluated evaluate(std::unique_ptr<host::Recipe> recipe, const std::string& executor) {
+// A read recipe through the rest of the pipeline: open hardware, compose, run an executor. The
+// schedule's steps are listed when the executor walks them, as the CLI does, or when a test
+// reads them from the plan (`list_steps`).
+inline Evaluated evaluate(std::unique_ptr<host::Recipe> recipe, const std::string& executor, bool list_steps = false) {
   Evaluated evaluated;
   evaluated.recipe = std::move(recipe);
   evaluated.hardware = host::open_hardware(*evaluated.recipe, bundled_catalog());
-  // The schedule's steps are listed whatever the executor: tests read them from the plan.
-  evaluated.composed = host::compose_plan(*evaluated.recipe, bundled_catalog(),
-                                          host::gpus_per_node(*evaluated.recipe, *evaluated.hardware));
+  const bool walks =
+      bundled_catalog().require(executor, PP_KIND_EXECUTOR).metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
+  evaluated.composed =
+      host::compose_plan(*evaluated.recipe, bundled_catalog(),
+                         host::gpus_per_node(*evaluated.recipe, *evaluated.hardware), walks || list_steps);
   evaluated.results =
       host::run_executor(executor, *evaluated.recipe, bundled_catalog(), evaluated.composed, *evaluated.hardware);
   return evaluated;
 }
 
-inline Evaluated evaluate_recipe(const std::string& text, const std::string& executor = "analytic") {
-  return evaluate(host::parse_recipe(text, "recipe.toml"), executor);
+inline Evaluated evaluate_recipe(const std::string& text, const std::string& executor = "analytic",
+                                 bool list_steps = false) {
+  return evaluate(host::parse_recipe(text, "recipe.toml"), executor, list_steps);
 }
 
 // A recipe file with `--set KEY=VALUE` overrides.

@@ -154,6 +154,11 @@ class DeepSpeed : public paraplan::Exporter {
           unexpressed.push_back("pp schedule zero-bubble: DeepSpeed's pipeline engine has no zero-bubble schedule; "
                                 "exported as 1F1B");
           break;
+        case PP_SCHEDULE_DUALPIPE_V:
+          unexpressed.push_back("pp schedule dualpipe-v: DeepSpeed's pipeline engine has no DualPipe schedule (one "
+                                "chunk per rank); exported as 1F1B over " +
+                                std::to_string(pp) + " stages");
+          break;
         default:
           break;
       }

@@ -15,14 +15,11 @@ namespace paraplan_megatron {
 namespace {
 
 std::string schedule_text(const pp_pipeline& pipeline) {
-  switch (pipeline.schedule) {
-    case PP_SCHEDULE_GPIPE: return "gpipe";
-    case PP_SCHEDULE_1F1B: return "1f1b";
-    case PP_SCHEDULE_INTERLEAVED_1F1B:
-      return "interleaved-1f1b, " + std::to_string(pipeline.virtual_stages) + " virtual stages";
-    case PP_SCHEDULE_ZERO_BUBBLE: return "zero-bubble";
-    default: return "";
-  }
+  if (pipeline.schedule == PP_SCHEDULE_NONE) return "";
+  std::string text(paraplan::schedule_name(pipeline.schedule));
+  if (pipeline.schedule == PP_SCHEDULE_INTERLEAVED_1F1B)
+    text += ", " + std::to_string(pipeline.virtual_stages) + " virtual stages";
+  return text;
 }
 
 }  // namespace

@@ -36,15 +36,6 @@ namespace {
 
 using Strategy = paraplan::ExportContext::Strategy;
 
-std::string schedule_name(pp_schedule_kind kind) {
-  switch (kind) {
-    case PP_SCHEDULE_GPIPE: return "gpipe";
-    case PP_SCHEDULE_1F1B: return "1f1b";
-    case PP_SCHEDULE_INTERLEAVED_1F1B: return "interleaved-1f1b";
-    case PP_SCHEDULE_ZERO_BUBBLE: return "zero-bubble";
-    default: return "none";
-  }
-}
 
 // The pipeline: schedule, virtual stages and uneven first/last stages.
 void translate_pipeline(const paraplan::PlanView& plan, Translation& out) {
@@ -54,9 +45,13 @@ void translate_pipeline(const paraplan::PlanView& plan, Translation& out) {
   out.parallelism.add("--pipeline-model-parallel-size", stages);
   if (stages <= 1) return;
 
-  if (pipeline.schedule == PP_SCHEDULE_GPIPE || pipeline.schedule == PP_SCHEDULE_ZERO_BUBBLE)
-    out.unexpressed.push_back("pp schedule '" + schedule_name(pipeline.schedule) +
-                              "': Megatron-LM's arguments.py has no flag for it; the script runs 1F1B");
+  if (pipeline.schedule == PP_SCHEDULE_GPIPE || pipeline.schedule == PP_SCHEDULE_ZERO_BUBBLE ||
+      pipeline.schedule == PP_SCHEDULE_DUALPIPE_V)
+    out.unexpressed.push_back("pp schedule '" + std::string(paraplan::schedule_name(pipeline.schedule)) +
+                              "': Megatron-LM's arguments.py has no flag for it; the script runs 1F1B" +
+                              (pipeline.schedule == PP_SCHEDULE_DUALPIPE_V
+                                   ? " on each stage's layers in model order (not DualPipe-V's V of two chunks)"
+                                   : ""));
 
   const int64_t virtual_stages =
       pipeline.schedule == PP_SCHEDULE_INTERLEAVED_1F1B ? std::max<int64_t>(pipeline.virtual_stages, 1) : 1;

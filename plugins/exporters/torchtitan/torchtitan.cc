@@ -366,6 +366,10 @@ class Torchtitan : public paraplan::Exporter {
             "pp schedule zero-bubble (ZB-H1, one stage per rank): torch.distributed.pipelining has zero-bubble "
             "schedules only for two or more stages per rank (InterleavedZeroBubble, ZBVZeroBubble); exported as 1F1B");
         break;
+      case PP_SCHEDULE_DUALPIPE_V:
+        // torchtitan places the two stages of a V schedule's rank r as (r, 2p - 1 - r), the plan's V.
+        schedule = "DualPipeV";
+        break;
       default:
         schedule = "1F1B";
         break;
@@ -374,32 +378,36 @@ class Torchtitan : public paraplan::Exporter {
     parallel.set("pipeline_parallel_microbatch_size", plan.training().micro_batch,
                  std::to_string(pipeline.micro_batches) + " micro-batches per step");
     bool even = layers % (stages * chunks) == 0;
-    for (const pp_stage& stage : plan.stages()) even = even && stage.layers * stages == layers;
+    for (size_t stage = 0; stage < plan.stages().size(); ++stage)
+      for (int64_t chunk = 0; chunk < chunks; ++chunk)
+        even = even && plan.layers_on_chunk(stage, static_cast<size_t>(chunk), PP_EVERY_LAYER_KIND) * stages * chunks ==
+                           layers;
     if (even) {
       parallel.set("pipeline_parallel_layers_per_stage", layers / (stages * chunks),
                    std::to_string(stages * chunks) + " stages, " + std::to_string(chunks) + " per rank");
       parallel.set("pipeline_parallel_first_stage_less_layers", int64_t{0});
       parallel.set("pipeline_parallel_last_stage_less_layers", int64_t{0});
-    } else if (chunks == 1) {
-      // Uneven stages: name every stage's modules (llama-style FQNs).
+    } else {
+      // Uneven stages: name every model part's modules (llama-style FQNs), the parts in the
+      // model's order, which torchtitan maps to ranks as the schedule does (looped or V).
+      std::vector<int64_t> part_layers(static_cast<size_t>(stages * chunks), 0);
+      for (int64_t stage = 0; stage < stages; ++stage)
+        for (int64_t chunk = 0; chunk < chunks; ++chunk)
+          part_layers[static_cast<size_t>(paraplan::virtual_stage_of(pipeline, stage, chunk))] =
+              plan.layers_on_chunk(static_cast<size_t>(stage), static_cast<size_t>(chunk), PP_EVERY_LAYER_KIND);
       std::vector<Strings> parts;
       int64_t next = 0;
-      const auto stage_list = plan.stages();
-      for (size_t s = 0; s < stage_list.size(); ++s) {
-        Strings part;
-        if (s == 0) part.push_back("tok_embeddings");
-        for (int64_t i = 0; i < stage_list[s].layers; ++i) part.push_back("layers." + std::to_string(next++));
-        if (s + 1 == stage_list.size()) {
-          part.push_back("norm");
-          part.push_back("output");
+      for (size_t part = 0; part < part_layers.size(); ++part) {
+        Strings names;
+        if (part == 0) names.push_back("tok_embeddings");
+        for (int64_t i = 0; i < part_layers[part]; ++i) names.push_back("layers." + std::to_string(next++));
+        if (part + 1 == part_layers.size()) {
+          names.push_back("norm");
+          names.push_back("output");
         }
-        parts.push_back(std::move(part));
+        parts.push_back(std::move(names));
       }
       parallel.set("module_fqns_per_model_part", parts, "the plan's uneven stages");
-    } else {
-      unexpressed.push_back("pp: " + std::to_string(layers) + " layers do not split evenly over " +
-                            std::to_string(stages * chunks) +
-                            " virtual stages; set module_fqns_per_model_part by hand");
     }
   }
 

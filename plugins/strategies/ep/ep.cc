@@ -152,6 +152,12 @@ class ExpertParallel : public paraplan::Strategy {
       throw paraplan::ConstraintError("ep = " + std::to_string(context.degree) +
                                       " must divide moe_experts = " + std::to_string(model.moe_experts) +
                                       " (each rank holds the same number of experts)");
+    // Megatron-Core's TransformerConfig: the merged forward and backward of two micro-batches
+    // cannot be recomputed layer by layer.
+    if (overlap_ && context.training.recompute == PP_RECOMPUTE_FULL)
+      throw paraplan::ConstraintError("overlap = true (one micro-batch's all-to-alls behind another's compute) cannot "
+                                      "run with recompute = \"full\" (Megatron-Core refuses it): recompute "
+                                      "\"selective\" or overlap = false");
   }
 
   void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {

@@ -38,9 +38,8 @@ constexpr const char* kName = PP_STRATEGY_PP;
 constexpr int64_t kMaxSteps = int64_t{1} << 26;  // 1 GiB of pp_schedule_step
 
 pp_schedule_kind schedule_kind(const std::string& name) {
-  if (name == "gpipe") return PP_SCHEDULE_GPIPE;
-  if (name == "interleaved-1f1b") return PP_SCHEDULE_INTERLEAVED_1F1B;
-  if (name == "zero-bubble") return PP_SCHEDULE_ZERO_BUBBLE;
+  for (const paraplan::ScheduleName& entry : paraplan::kScheduleNames)
+    if (entry.name == name) return entry.kind;
   return PP_SCHEDULE_1F1B;
 }
 
@@ -53,13 +52,18 @@ class PipelineParallel : public paraplan::Strategy {
     return {
         kName,
         "1.0.0",
-        "Pipeline parallelism: layers split into stages, GPipe, 1F1B, interleaved 1F1B or zero-bubble (ZB-H1) "
-        "schedules",
-        {paraplan::ParamSpec::Enum("schedule", {"gpipe", "1f1b", "interleaved-1f1b", "zero-bubble"}, "1f1b",
+        "Pipeline parallelism: layers split into stages, GPipe, 1F1B, interleaved 1F1B, zero-bubble (ZB-H1) or "
+        "DualPipe-V schedules",
+        {paraplan::ParamSpec::Enum("schedule", {"gpipe", "1f1b", "interleaved-1f1b", "zero-bubble", "dualpipe-v"},
+                                   "1f1b",
                                    "pipeline schedule: gpipe, 1f1b (PipeDream-Flush), interleaved-1f1b (Megatron-LM "
-                                   "virtual stages) or zero-bubble (ZB-H1)"),
+                                   "virtual stages), zero-bubble (ZB-H1) or dualpipe-v (DeepSeek's DualPipe cut in "
+                                   "half: two chunks per rank in a V, the embedding and the head both on stage 0; "
+                                   "evaluate and search price it, simulate, execute and the Chakra exporter do not "
+                                   "walk it yet)"),
          paraplan::ParamSpec::Int("virtual_stages", 1,
-                                  "model chunks per rank; more than 1 only with schedule = \"interleaved-1f1b\"")
+                                  "model chunks per rank; more than 1 only with schedule = \"interleaved-1f1b\" "
+                                  "(dualpipe-v always runs 2)")
              .at_least(1),
          paraplan::ParamSpec::Int("first_stage_layers", 0,
                                   "layers on the first stage (which also runs the embedding); 0 = its even share")
@@ -79,10 +83,14 @@ class PipelineParallel : public paraplan::Strategy {
   }
 
   // GPipe is left out: the same bubble as 1F1B with every micro-batch's activations held.
+  // DualPipe-V has ZB-H1's bubble with more activations held, but it is the one-chunk-per-pair
+  // schedule ep's overlap can run on.
   // Layer counts pp does not divide are split the Llama 3 way (trim_ends); explicit end stage
   // sizes stay as the recipe sets them.
   static std::vector<paraplan::SearchCase> search_space() {
-    return {paraplan::SearchCase::degrees(2).choose("schedule", {"1f1b", "zero-bubble"}).choose("trim_ends", {"true"}),
+    return {paraplan::SearchCase::degrees(2)
+                .choose("schedule", {"1f1b", "zero-bubble", "dualpipe-v"})
+                .choose("trim_ends", {"true"}),
             paraplan::SearchCase::degrees(2)
                 .choose("schedule", {"interleaved-1f1b"})
                 .choose("virtual_stages", {"2", "3", "4", "6"})
@@ -99,6 +107,16 @@ class PipelineParallel : public paraplan::Strategy {
         layout_(params.string_value("layout")) {}
 
   void validate(const paraplan::StrategyContext& context) override {
+    if (schedule_ == PP_SCHEDULE_DUALPIPE_V) {
+      if (!layout_.empty() || first_stage_layers_ > 0 || last_stage_layers_ > 0)
+        throw paraplan::ConstraintError("schedule \"dualpipe-v\" places its two chunks per rank itself (a V, both ends "
+                                        "on stage 0): leave out layout, first_stage_layers and last_stage_layers");
+      if (virtual_stages_ > 2)
+        throw paraplan::ConstraintError("schedule \"dualpipe-v\" runs 2 model chunks per rank, but virtual_stages = " +
+                                        std::to_string(virtual_stages_));
+      place(context);
+      return;
+    }
     if (!layout_.empty()) {
       if (first_stage_layers_ > 0 || last_stage_layers_ > 0 || trim_ends_)
         throw paraplan::ConstraintError("layout places every layer itself: leave out first_stage_layers, "
@@ -136,6 +154,27 @@ class PipelineParallel : public paraplan::Strategy {
           std::to_string(p) + ", but global_batch " + std::to_string(context.training.global_batch) +
           " / (micro_batch " + std::to_string(context.training.micro_batch) + " x data-parallel size " +
           std::to_string(view.data_parallel_size()) + ") = " + std::to_string(m));
+    // DualPipe-V's warm-up alone runs 2p chunk forwards on stage 0 (DualPipe's dualpipev.py
+    // asserts as many micro-batches as that).
+    if (schedule_ == PP_SCHEDULE_DUALPIPE_V && m < 2 * p)
+      throw paraplan::ConstraintError(
+          "schedule \"dualpipe-v\" needs at least 2 x pp = " + std::to_string(2 * p) +
+          " micro-batches per step, but global_batch " + std::to_string(context.training.global_batch) +
+          " / (micro_batch " + std::to_string(context.training.micro_batch) + " x data-parallel size " +
+          std::to_string(view.data_parallel_size()) + ") = " + std::to_string(m));
+    // Hiding one micro-batch's expert all-to-alls behind another's compute runs a forward and a
+    // backward side by side: Megatron-LM's combined 1F1B needs virtual stages when pp > 1
+    // (TransformerConfig: "virtual_pipeline_model_parallel_size must be specified"), DualPipe
+    // pairs them by construction.
+    if (p > 1 && schedule_ != PP_SCHEDULE_INTERLEAVED_1F1B && schedule_ != PP_SCHEDULE_DUALPIPE_V &&
+        overlaps_expert_exchange(view))
+      throw paraplan::ConstraintError("ep's overlap runs one micro-batch's forward beside another's backward, which a "
+                                      "pipeline runs only with schedule \"interleaved-1f1b\" or \"dualpipe-v\", but "
+                                      "schedule = \"" + schedule_name_ + "\"");
+    if (schedule_ == PP_SCHEDULE_DUALPIPE_V && context.wants_schedule)
+      throw paraplan::ConstraintError(
+          "schedule \"dualpipe-v\" has no step order for executors and exporters that walk one (simulate, execute, "
+          "chakra) yet: its V-shaped chunk placement is priced by evaluate and search only");
     const Placement placed = place(context);
     const int64_t v = placed.virtual_stages;
     // The schedule lists every pass of every stage; keep it to a size a simulator can walk.
@@ -147,9 +186,6 @@ class PipelineParallel : public paraplan::Strategy {
 
     const std::vector<int64_t>& layers = placed.stage_layers;
     std::vector<pp_stage> stages;
-    for (size_t stage = 0; stage < layers.size(); ++stage)
-      stages.push_back(pp_stage{sizeof(pp_stage), layers[stage], stage == 0, stage + 1 == layers.size(),
-                                pp_strategy::in_flight_micro_batches(shape, static_cast<int64_t>(stage))});
     pp_pipeline pipeline = view.pipeline();
     pipeline.struct_size = sizeof(pp_pipeline);
     pipeline.schedule = schedule_;
@@ -158,8 +194,21 @@ class PipelineParallel : public paraplan::Strategy {
     pipeline.micro_batches = m;
     pipeline.bubble_fraction = pp_strategy::bubble_fraction(shape);
     pipeline.in_flight_micro_batches = pp_strategy::in_flight_micro_batches(shape);
+    // The embedding runs on the stage of virtual stage 0, the head on that of the last one.
+    const int64_t first_holder = pp_strategy::chunk_of_virtual_stage(pipeline, 0).stage;
+    const int64_t last_holder = pp_strategy::chunk_of_virtual_stage(pipeline, p * v - 1).stage;
+    const std::vector<int64_t> counts =
+        placed.virtual_stage_layers.empty() ? std::vector<int64_t>{} : layer_counts(context.model, pipeline, placed);
+    for (size_t stage = 0; stage < layers.size(); ++stage) {
+      const int64_t held = static_cast<int64_t>(stage);
+      const double in_flight =
+          schedule_ == PP_SCHEDULE_DUALPIPE_V
+              ? dualpipe_v_in_flight(view, shape, counts, held, held == first_holder, held == last_holder)
+              : pp_strategy::in_flight_micro_batches(shape, held);
+      stages.push_back(pp_stage{sizeof(pp_stage), layers[stage], held == first_holder, held == last_holder, in_flight});
+    }
     plan.set_pipeline(pipeline, stages);
-    if (!placed.virtual_stage_layers.empty()) plan.set_layer_counts(layer_counts(context.model, placed));
+    if (!counts.empty()) plan.set_layer_counts(counts);
     if (context.wants_schedule) plan.set_schedule(pp_strategy::schedule_steps(shape));
 
     if (p > 1) add_point_to_point(plan, axis, v);
@@ -167,7 +216,8 @@ class PipelineParallel : public paraplan::Strategy {
 
  private:
   // Layers per stage, and for a placement by cost or layout the layers of every virtual stage
-  // (chunk c of stage s at c·p + s) in the model's order; empty: the host fills them in order.
+  // in the model's order (paraplan::virtual_stage_of says which chunk of which stage each is);
+  // empty: the host fills them in order.
   struct Placement {
     int64_t virtual_stages = 1;
     std::vector<int64_t> stage_layers;
@@ -179,7 +229,9 @@ class PipelineParallel : public paraplan::Strategy {
     const int64_t p = context.degree;
     Placement placed;
     const bool uneven_requested = first_stage_layers_ > 0 || last_stage_layers_ > 0;
-    const bool layered = model.layer_kind_count > 1;
+    // DualPipe-V folds 2p virtual stages into a V: each rank's two are balanced by cost too.
+    const bool layered =
+        model.layer_kind_count > 1 || (schedule_ == PP_SCHEDULE_DUALPIPE_V && model.layer_kind_count > 0);
     if (layout_.empty() && (!layered || uneven_requested)) {
       placed.virtual_stages = virtual_stages_;
       placed.stage_layers = pp_strategy::split_layers(
@@ -199,36 +251,99 @@ class PipelineParallel : public paraplan::Strategy {
       std::vector<double> costs;
       for (int64_t i = 0; i < model.layer_sequence_length; ++i)
         costs.push_back(paraplan::cost::layer_flops_per_token(kinds[kinds.kind_of_layer(i)], model));
-      placed.virtual_stages = virtual_stages_;
-      if (p * virtual_stages_ > model.layer_sequence_length)
-        throw paraplan::ConstraintError("pp = " + std::to_string(p) + " x virtual_stages = " +
-                                        std::to_string(virtual_stages_) + " is more than the model's " +
+      placed.virtual_stages = schedule_ == PP_SCHEDULE_DUALPIPE_V ? 2 : virtual_stages_;
+      if (p * placed.virtual_stages > model.layer_sequence_length)
+        throw paraplan::ConstraintError("pp = " + std::to_string(p) + " x " + std::to_string(placed.virtual_stages) +
+                                        " model chunks per rank is more than the model's " +
                                         std::to_string(model.layer_sequence_length) + " layers");
       if (trim_ends_) {
         const double mean = std::accumulate(costs.begin(), costs.end(), 0.0) / static_cast<double>(costs.size());
         costs.insert(costs.begin(), mean);
         costs.push_back(mean);
       }
-      placed.virtual_stage_layers = pp_strategy::balance_by_cost(costs, p * virtual_stages_);
+      placed.virtual_stage_layers = pp_strategy::balance_by_cost(costs, p * placed.virtual_stages);
       if (trim_ends_) {  // the ends' weights were not layers
         --placed.virtual_stage_layers.front();
         --placed.virtual_stage_layers.back();
       }
     }
     placed.stage_layers.assign(static_cast<size_t>(p), 0);
-    for (size_t i = 0; i < placed.virtual_stage_layers.size(); ++i)
-      placed.stage_layers[i % static_cast<size_t>(p)] += placed.virtual_stage_layers[i];
+    const pp_pipeline shape = placement_shape(p, placed.virtual_stages);
+    for (size_t i = 0; i < placed.virtual_stage_layers.size(); ++i) {
+      const int64_t stage = pp_strategy::chunk_of_virtual_stage(shape, static_cast<int64_t>(i)).stage;
+      placed.stage_layers[static_cast<size_t>(stage)] += placed.virtual_stage_layers[i];
+    }
     return placed;
   }
 
-  // The layers of each kind on every virtual stage, walking the model's layer order.
-  static std::vector<int64_t> layer_counts(const pp_model& model, const Placement& placed) {
+  static bool overlaps_expert_exchange(const paraplan::PlanView& view) {
+    for (const pp_op& op : view.ops())
+      if (op.overlap == PP_OVERLAP_COMPUTE &&
+          (std::string_view(op.name) == PP_OP_EP_DISPATCH || std::string_view(op.name) == PP_OP_EP_COMBINE))
+        return true;
+    return false;
+  }
+
+  // DualPipe-V's two chunks of a stage hold different numbers of activation sets
+  // (pp_strategy::dualpipe_v_chunk_in_flight): the whole-stage sets they add up to, each chunk's
+  // weighed by its activation bytes (its layers of each kind, the embedding on chunk 0 of stage
+  // 0, the head on its chunk 1, the step's own activations shared as the rank programs share them).
+  static double dualpipe_v_in_flight(const paraplan::PlanView& view, const pp_strategy::ScheduleShape& shape,
+                                     const std::vector<int64_t>& counts, int64_t stage, bool has_embedding,
+                                     bool has_head) {
+    const paraplan::LayerKinds kinds = view.layer_kinds();
+    double chunk_bytes[2] = {0, 0};
+    for (size_t i = 0; i < view.memory().size(); ++i) {
+      const pp_memory_item& item = view.memory()[i];
+      if (item.kind != PP_MEMORY_ACTIVATIONS) continue;
+      for (int64_t chunk = 0; chunk < 2; ++chunk) {
+        double times = 0;
+        switch (item.scope) {
+          case PP_SCOPE_LAYER:
+            for (uint32_t kind = 0; kind < kinds.size(); ++kind) {
+              const size_t entry = static_cast<size_t>(chunk * shape.stages + stage) * kinds.size() + kind;
+              if (view.memory_layer_kind(i) == PP_EVERY_LAYER_KIND || view.memory_layer_kind(i) == kind)
+                times += static_cast<double>(counts[entry]);
+            }
+            break;
+          case PP_SCOPE_EMBEDDING: times = has_embedding && chunk == 0 ? 1 : 0; break;
+          case PP_SCOPE_HEAD: times = has_head && chunk == 1 ? 1 : 0; break;
+          case PP_SCOPE_STEP: times = 0.5; break;
+        }
+        chunk_bytes[chunk] += times * item.bytes;
+      }
+    }
+    const double sets[2] = {static_cast<double>(pp_strategy::dualpipe_v_chunk_in_flight(shape, stage, 0)),
+                            static_cast<double>(pp_strategy::dualpipe_v_chunk_in_flight(shape, stage, 1))};
+    const double total = chunk_bytes[0] + chunk_bytes[1];
+    if (total <= 0) return (sets[0] + sets[1]) / 2.0;
+    return (sets[0] * chunk_bytes[0] + sets[1] * chunk_bytes[1]) / total;
+  }
+
+  // Just what paraplan::virtual_stage_of reads: the schedule, stages and chunks.
+  pp_pipeline placement_shape(int64_t stages, int64_t chunks) const {
+    pp_pipeline shape{};
+    shape.struct_size = sizeof(pp_pipeline);
+    shape.schedule = schedule_;
+    shape.stages = stages;
+    shape.virtual_stages = chunks;
+    return shape;
+  }
+
+  // The layers of each kind on every chunk of every stage, walking the virtual stages in the
+  // model's layer order.
+  static std::vector<int64_t> layer_counts(const pp_model& model, const pp_pipeline& pipeline,
+                                           const Placement& placed) {
     const paraplan::LayerKinds kinds(model);
     std::vector<int64_t> counts(placed.virtual_stage_layers.size() * kinds.size(), 0);
     int64_t next = 0;
-    for (size_t stage = 0; stage < placed.virtual_stage_layers.size(); ++stage)
-      for (int64_t i = 0; i < placed.virtual_stage_layers[stage]; ++i)
-        ++counts[stage * kinds.size() + kinds.kind_of_layer(next++)];
+    for (size_t virtual_stage = 0; virtual_stage < placed.virtual_stage_layers.size(); ++virtual_stage) {
+      const pp_strategy::StageChunk held =
+          pp_strategy::chunk_of_virtual_stage(pipeline, static_cast<int64_t>(virtual_stage));
+      const size_t entry = static_cast<size_t>(held.chunk * pipeline.stages + held.stage);
+      for (int64_t i = 0; i < placed.virtual_stage_layers[virtual_stage]; ++i)
+        ++counts[entry * kinds.size() + kinds.kind_of_layer(next++)];
+    }
     return counts;
   }
 

@@ -80,7 +80,8 @@ double bubble_fraction(const ScheduleShape& shape) {
   const double v = static_cast<double>(shape.virtual_stages);
   switch (shape.kind) {
     case PP_SCHEDULE_INTERLEAVED_1F1B: return (p - 1.0) / (v * m);
-    case PP_SCHEDULE_ZERO_BUBBLE: return (p - 1.0) / (3.0 * m);
+    case PP_SCHEDULE_ZERO_BUBBLE:
+    case PP_SCHEDULE_DUALPIPE_V: return (p - 1.0) / (3.0 * m);
     case PP_SCHEDULE_NONE: return 0.0;
     default: return (p - 1.0) / m;
   }
@@ -97,8 +98,15 @@ double in_flight_micro_batches(const ScheduleShape& shape, int64_t stage) {
     // ZB-H1 defers up to `stage` weight-gradient passes, each holding its micro-batch's
     // activations: every stage peaks at p sets (Qi et al. 2023, same memory as 1F1B's stage 0).
     case PP_SCHEDULE_ZERO_BUBBLE: return static_cast<double>(std::min(p, m));
+    // 2p + 1 chunk sets, each half the stage's layers when the chunks are alike.
+    case PP_SCHEDULE_DUALPIPE_V: return static_cast<double>(std::min(2 * p + 1, 2 * m)) / 2.0;
     default: return static_cast<double>(std::min(p - stage, m));  // warm-up forwards + the one in flight
   }
+}
+
+int64_t dualpipe_v_chunk_in_flight(const ScheduleShape& shape, int64_t stage, int64_t chunk) {
+  const int64_t sets = chunk == 0 ? 2 * shape.stages - stage : stage + 1;
+  return std::min(sets, shape.micro_batches);
 }
 
 int64_t warmup_forwards(const ScheduleShape& shape, int64_t stage) {
@@ -106,16 +114,20 @@ int64_t warmup_forwards(const ScheduleShape& shape, int64_t stage) {
   switch (shape.kind) {
     case PP_SCHEDULE_GPIPE: return m;
     case PP_SCHEDULE_INTERLEAVED_1F1B: return std::min((p - stage - 1) * 2 + (v - 1) * p, m * v);
+    // dualpipev.py: 2(p - s - 1) chunk-0 forwards, then s + 1 pairs of chunk-0 and chunk-1 forwards.
+    case PP_SCHEDULE_DUALPIPE_V: return std::min(2 * p, 2 * m);
     default: return std::min(p - stage - 1, m);
   }
 }
 
 int64_t steps_per_stage(const ScheduleShape& shape) {
-  return shape.micro_batches * shape.virtual_stages * (shape.kind == PP_SCHEDULE_ZERO_BUBBLE ? 3 : 2);
+  const bool split_weight_gradient = shape.kind == PP_SCHEDULE_ZERO_BUBBLE || shape.kind == PP_SCHEDULE_DUALPIPE_V;
+  return shape.micro_batches * shape.virtual_stages * (split_weight_gradient ? 3 : 2);
 }
 
 std::vector<pp_schedule_step> schedule_steps(const ScheduleShape& shape) {
   std::vector<pp_schedule_step> out;
+  if (shape.kind == PP_SCHEDULE_DUALPIPE_V) return out;  // not written yet: pp refuses step walkers
   out.reserve(static_cast<size_t>(shape.stages * steps_per_stage(shape)));
   for (int64_t stage = 0; stage < shape.stages; ++stage) {
     StageSteps steps(out, stage);

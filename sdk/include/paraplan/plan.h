@@ -163,14 +163,18 @@ typedef enum pp_schedule_kind {
   PP_SCHEDULE_GPIPE = 1,
   PP_SCHEDULE_1F1B = 2,
   PP_SCHEDULE_INTERLEAVED_1F1B = 3,
-  PP_SCHEDULE_ZERO_BUBBLE = 4
+  PP_SCHEDULE_ZERO_BUBBLE = 4,
+  /* (1.6) DeepSeek's DualPipe-V ("cut-in-half" DualPipe): two chunks per rank placed in a V,
+   * chunk 0 of stage s is virtual stage s and chunk 1 is virtual stage 2p - 1 - s, so stage 0
+   * holds both the embedding and the output head. */
+  PP_SCHEDULE_DUALPIPE_V = 5
 } pp_schedule_kind;
 
 typedef struct pp_pipeline {
   uint32_t struct_size;
   pp_schedule_kind schedule;
   int64_t stages;
-  int64_t virtual_stages;   /* model chunks per rank (interleaved); 1 otherwise */
+  int64_t virtual_stages;   /* model chunks per rank (interleaved; 2 under DualPipe-V); 1 otherwise */
   int64_t micro_batches;    /* per optimizer step, per data-parallel rank */
   double bubble_fraction;   /* idle time / ideal compute time, as the schedule defines it */
   double in_flight_micro_batches; /* activation sets held at peak on the most loaded stage */
@@ -193,7 +197,8 @@ typedef struct pp_schedule_step {
   uint32_t struct_size;
   int32_t stage;
   int32_t micro_batch;
-  int32_t chunk; /* model chunk on this rank: chunk c of stage s is virtual stage c·p + s (Megatron-LM) */
+  int32_t chunk; /* model chunk on this rank: chunk c of stage s is virtual stage c·p + s (Megatron-LM),
+                  * under DualPipe-V s or 2p - 1 - s (paraplan::virtual_stage_of) */
   pp_phase phase;
 } pp_schedule_step;
 
@@ -219,8 +224,9 @@ typedef struct pp_plan_view_v1 {
   /* ABI 1.6: which kind of layer (model.h) each LAYER-scope op and memory item belongs to, one
    * entry per op and per item (PP_EVERY_LAYER_KIND: every layer has it, whatever its kind; the
    * entries of other scopes are PP_EVERY_LAYER_KIND too), and how many layers of each kind every
-   * virtual stage holds: layer_counts[(chunk * stages + stage) * layer_kind_count + kind], chunk
-   * c of stage s being virtual stage c·p + s. Read them only when struct_size covers them
+   * chunk of every stage holds: layer_counts[(chunk * stages + stage) * layer_kind_count + kind],
+   * chunk c of stage s being virtual stage c·p + s (under DualPipe-V, s for chunk 0 and 2p - 1 - s
+   * for chunk 1: paraplan::virtual_stage_of). Read them only when struct_size covers them
    * (paraplan::PlanView does). */
   const uint32_t* op_layer_kinds;
   const uint32_t* memory_layer_kinds;
@@ -252,7 +258,7 @@ typedef struct pp_plan_api_v1 {
    * these name the kind (PP_EVERY_LAYER_KIND allowed). */
   pp_status (*insert_layer_op)(void* plan, uint32_t index, const pp_op* op, uint32_t layer_kind);
   pp_status (*add_layer_memory)(void* plan, const pp_memory_item* item, uint32_t layer_kind);
-  /* Layers of each kind on every virtual stage, laid out as pp_plan_view_v1.layer_counts, after
+  /* Layers of each kind on every chunk of every stage, laid out as pp_plan_view_v1.layer_counts, after
    * set_pipeline; each stage's kinds must add up to its pp_stage.layers and each kind's to the
    * model's count. Without it (a 1.5 pipeline plugin), the host fills the stages in the model's
    * layer order, each stage's layers split over its chunks as evenly as they go. */

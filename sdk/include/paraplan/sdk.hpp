@@ -268,6 +268,15 @@ inline int64_t even_chunk_layers(int64_t layers, int64_t chunks, int64_t chunk) 
   return layers / chunks + (chunk < layers % chunks ? 1 : 0);
 }
 
+// The virtual stage (place in the model's layer order, 0 first) that chunk `chunk` of pipeline
+// stage `stage` runs: Megatron-LM's interleaving loops the chunks round the stages (c·p + s);
+// DualPipe-V folds two chunks into a V, the second coming back from the last stage (2p - 1 - s).
+inline int64_t virtual_stage_of(const pp_pipeline& pipeline, int64_t stage, int64_t chunk) {
+  const int64_t p = pipeline.stages;
+  if (pipeline.schedule == PP_SCHEDULE_DUALPIPE_V && chunk == 1) return 2 * p - 1 - stage;
+  return chunk * p + stage;
+}
+
 // The pp_recompute_module bits a training recomputes: every one under full recomputation, the
 // recipe's modules under selective (none named: the attention core, Korthikanti et al.'s
 // selective recompute), none otherwise. A 1.5 host's pp_training has no modules: the core.
@@ -329,6 +338,25 @@ inline constexpr PrecisionName kPrecisionNames[] = {
 inline std::string_view precision_name(pp_precision precision) {
   for (const PrecisionName& entry : kPrecisionNames)
     if (entry.precision == precision) return entry.name;
+  return "unknown";
+}
+
+// The name pp's `schedule` parameter gives each pp_schedule_kind, for plugins that report one.
+struct ScheduleName {
+  std::string_view name;
+  pp_schedule_kind kind;
+};
+inline constexpr ScheduleName kScheduleNames[] = {
+    {"none", PP_SCHEDULE_NONE},
+    {"gpipe", PP_SCHEDULE_GPIPE},
+    {"1f1b", PP_SCHEDULE_1F1B},
+    {"interleaved-1f1b", PP_SCHEDULE_INTERLEAVED_1F1B},
+    {"zero-bubble", PP_SCHEDULE_ZERO_BUBBLE},
+    {"dualpipe-v", PP_SCHEDULE_DUALPIPE_V},
+};
+inline std::string_view schedule_name(pp_schedule_kind kind) {
+  for (const ScheduleName& entry : kScheduleNames)
+    if (entry.kind == kind) return entry.name;
   return "unknown";
 }
 
