@@ -180,11 +180,17 @@ using StepKey = std::tuple<int, int, int, int>;  // stage, micro-batch, chunk, p
 
 // Replays every stage's steps in order under the pipeline's data dependencies, one step at a
 // time per stage, with unit-free durations, and returns the time the last stage finishes.
-// Model chunk c of stage s is virtual stage c·p + s; a forward needs the previous virtual
+// Model chunk c of stage s is the virtual stage paraplan::virtual_stage_of names (c·p + s, or a
+// V under DualPipe-V); a forward needs the previous virtual
 // stage's forward, a backward needs its own forward and the next virtual stage's backward,
 // a weight-gradient pass needs its own backward. Fails the test on a deadlock or a repeat.
 double replay(const pp_plan_view_v1& view, double forward_s, double backward_s, double weight_gradient_s) {
   const int p = static_cast<int>(view.pipeline->stages), v = static_cast<int>(view.pipeline->virtual_stages);
+  const pp_pipeline& pipeline = *view.pipeline;
+  auto key = [&](int virtual_stage, int mb, pp_phase phase) {
+    const paraplan::StageChunk runs = paraplan::stage_chunk_of(pipeline, virtual_stage);
+    return StepKey{static_cast<int>(runs.stage), mb, static_cast<int>(runs.chunk), phase};
+  };
   std::vector<std::vector<pp_schedule_step>> orders(static_cast<size_t>(p));
   for (uint64_t i = 0; i < view.step_count; ++i)
     orders[static_cast<size_t>(view.steps[i].stage)].push_back(view.steps[i]);
@@ -196,15 +202,14 @@ double replay(const pp_plan_view_v1& view, double forward_s, double backward_s, 
     for (int s = 0; s < p; ++s) {
       for (size_t& index = next[static_cast<size_t>(s)]; index < orders[static_cast<size_t>(s)].size(); ++index) {
         const pp_schedule_step& step = orders[static_cast<size_t>(s)][index];
-        const int mb = step.micro_batch, c = step.chunk, virtual_stage = c * p + s;
+        const int mb = step.micro_batch, c = step.chunk;
+        const int virtual_stage = static_cast<int>(paraplan::virtual_stage_of(pipeline, s, c));
         std::vector<StepKey> needs;
         if (step.phase == PP_PHASE_FORWARD && virtual_stage > 0) {
-          const int previous = virtual_stage - 1;
-          needs.emplace_back(previous % p, mb, previous / p, PP_PHASE_FORWARD);
+          needs.push_back(key(virtual_stage - 1, mb, PP_PHASE_FORWARD));
         } else if (step.phase == PP_PHASE_BACKWARD) {
           needs.emplace_back(s, mb, c, PP_PHASE_FORWARD);
-          const int following = virtual_stage + 1;
-          if (following < p * v) needs.emplace_back(following % p, mb, following / p, PP_PHASE_BACKWARD);
+          if (virtual_stage + 1 < p * v) needs.push_back(key(virtual_stage + 1, mb, PP_PHASE_BACKWARD));
         } else if (step.phase == PP_PHASE_WEIGHT_GRADIENT) {
           needs.emplace_back(s, mb, c, PP_PHASE_BACKWARD);
         }
@@ -337,6 +342,30 @@ TEST(PipelineSchedule, ZeroBubbleDefersWeightGradients) {
   EXPECT_DOUBLE_EQ(replay(evaluated.composed.plan->view(), 1, 1, 1), 8 * 3 + 3);
 }
 
+TEST(PipelineSchedule, DualPipeVRunsDualPipesEightLoops) {
+  // dualpipev.py by hand on p = 2, m = 4 (chunk 1 written .1). Rank 0: 2 F0, 1 x F0 F1, 1 x
+  // B1 W F1 (its W queued, then run), 1 x F0 B1 F1 B0 (paired, full backwards), 1 x B1 F1 B0,
+  // 1 x B1 B0 (the B0 with zero bubble), 1 x W B0, 1 x W.
+  test::Evaluated evaluated = test::evaluate_recipe(small_recipe(2, 4, "degree = 2\nschedule = \"dualpipe-v\"\n", 8),
+                                                    "analytic", /*list_steps=*/true);
+  expect_complete(evaluated, true);
+  EXPECT_EQ(spell(steps_of(evaluated, 0)),
+            "F0 F1 F2 F0.1 B0.1 W0.1 F1.1 F3 B1.1 W1.1 F2.1 B0 W0 B2.1 W2.1 F3.1 B1 W1 B3.1 W3.1 B2 W2 B3 W3");
+  // Rank 1 (the V's turn, virtual stages 1 and 2): 2 x F0 F1, 2 x F0 B1 F1 B0, 2 x B1 B0 (the
+  // second pair with zero bubble), 2 x W.
+  EXPECT_EQ(spell(steps_of(evaluated, 1)),
+            "F0 F0.1 F1 F1.1 F2 B0.1 W0.1 F2.1 B0 W0 F3 B1.1 W1.1 F3.1 B1 W1 B2.1 W2.1 B2 W2 B3.1 B3 W3.1 W3");
+  // Replayed under the V's dependencies with a chunk's F = B = W = 1, the order idles p - 1 = 1
+  // chunk unit beyond the m x 2 chunks x 3 = 24 of work: half the README's (PP/2 - 1)(F&B + B -
+  // 3W) = 2 for PP = 4 chunk stages (F&B = 3, a full B = 2), which the analytic bubble charges
+  // (docs/cost-model.md). The same holds for p = 4: 3 against 6.
+  EXPECT_DOUBLE_EQ(replay(evaluated.composed.plan->view(), 1, 1, 1), 24 + 1);
+  test::Evaluated four = test::evaluate_recipe(small_recipe(4, 16, "degree = 4\nschedule = \"dualpipe-v\"\n", 32),
+                                               "analytic", /*list_steps=*/true);
+  expect_complete(four, true);
+  EXPECT_DOUBLE_EQ(replay(four.composed.plan->view(), 1, 1, 1), 16 * 2 * 3 + 3);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Point-to-point volume
 
@@ -465,10 +494,21 @@ TEST(PipelineParallel, DualPipeVRefusesWhatItCannotRun) {
       {"places its two chunks per rank itself"});
   expect_error<PlanError>([] { test::evaluate_recipe(pipeline(4, 16, "dualpipe-v", 3)); },
                           {"runs 2 model chunks per rank, but virtual_stages = 3"});
-  // Its V has no step order for the rank programs yet: simulate says so instead
-  // of walking 1F1B.
-  expect_error<PlanError>([] { test::evaluate_recipe(pipeline(4, 16, "dualpipe-v"), "simulate"); },
-                          {"\"dualpipe-v\" has no step order", "simulate"});
+}
+
+// The simulator walks the V's steps: the activation sets it counts at each stage's peak are
+// the per-chunk figures pp charges (2p - s and s + 1, weighed by bytes), and its compute is
+// the analytic executor's.
+TEST(PipelineParallel, DualPipeVSimulatesTheSetsItCharges) {
+  const std::string recipe = pipeline(4, 16, "dualpipe-v");
+  test::Evaluated analytic = test::evaluate_recipe(recipe);
+  test::Evaluated simulated = test::evaluate_recipe(recipe, "simulate");
+  for (int stage = 0; stage < 4; ++stage)
+    EXPECT_NEAR(simulated.number("memory.in_flight_micro_batches.stage_" + std::to_string(stage)),
+                analytic.composed.plan->stages()[static_cast<size_t>(stage)].in_flight_micro_batches, 1e-9)
+        << "stage " << stage;
+  EXPECT_NEAR(simulated.number("memory.per_gpu_bytes") / analytic.number("memory.per_gpu_bytes"), 1.0, 1e-9);
+  EXPECT_NEAR(simulated.number("time.compute_s") / analytic.number("time.compute_s"), 1.0, 1e-9);
 }
 
 // ---------------------------------------------------------------------------------------------

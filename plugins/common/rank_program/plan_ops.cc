@@ -57,7 +57,8 @@ std::vector<uint32_t> layer_kinds_in_order(const paraplan::PlanView& plan,
   const size_t p = plan.stages().size(), chunks = p > 0 ? chunk_layers[0].size() : 0;
   std::vector<uint32_t> order;
   for (size_t virtual_stage = 0; virtual_stage < p * chunks; ++virtual_stage) {
-    const size_t stage = virtual_stage % p, chunk = virtual_stage / p;
+    const paraplan::StageChunk runs = paraplan::stage_chunk_of(plan.pipeline(), static_cast<int64_t>(virtual_stage));
+    const size_t stage = static_cast<size_t>(runs.stage), chunk = static_cast<size_t>(runs.chunk);
     std::vector<int64_t> held(kinds.size(), 0);
     for (int64_t i = 0; i < chunk_layers[stage][chunk]; ++i) {
       const int64_t layer = static_cast<int64_t>(order.size());

@@ -45,7 +45,7 @@ class StageBuilder {
     const std::vector<std::vector<int64_t>>& chunk_layers;
     const std::vector<std::vector<int64_t>>& first_layer;  // global index of each chunk's first layer
     const std::vector<uint32_t>& layer_kind;                // of every layer, in model order
-    bool zero_bubble;
+    bool split_backward;  // backward passes as B then W steps (zero-bubble, DualPipe-V)
   };
 
   StageBuilder(const Context& context, int64_t stage) : c_(context), stage_(stage) {}
@@ -61,9 +61,12 @@ class StageBuilder {
       const int32_t index = static_cast<int32_t>(k);
       const Part part = part_of(step.phase);
       const bool forward = part == Part::kForward;
-      const int64_t virtual_stage = step.chunk * pipeline_stages() + stage_;
-      const bool upstream = forward ? virtual_stage > 0 : virtual_stage + 1 < pipeline_stages() * chunks();
-      const bool downstream = forward ? virtual_stage + 1 < pipeline_stages() * chunks() : virtual_stage > 0;
+      // The neighbouring virtual stages, nothing to receive or send where there is none or
+      // where it runs on this rank (the turn of DualPipe-V's V).
+      const int64_t virtual_stage = paraplan::virtual_stage_of(c_.plan.pipeline(), stage_, step.chunk);
+      const int64_t before = forward ? virtual_stage - 1 : virtual_stage + 1;
+      const int64_t after = forward ? virtual_stage + 1 : virtual_stage - 1;
+      const bool upstream = exists_elsewhere(before), downstream = exists_elsewhere(after);
       const bool boundary = part == Part::kForward || part == Part::kBackward || part == Part::kInputGradient;
       program_.step_labels.push_back(std::string(part_word(part)) + " mb" + std::to_string(step.micro_batch) +
                                      " chunk" + std::to_string(step.chunk));
@@ -87,7 +90,7 @@ class StageBuilder {
         ++next_block;
       }
       if (boundary && downstream && pipeline_stages() > 1) send(step, index, forward);
-      if (part == Part::kWeightGradient || (part == Part::kBackward && !c_.zero_bubble))
+      if (part == Part::kWeightGradient || (part == Part::kBackward && !c_.split_backward))
         memory(index, -chunk_activation_bytes(step.chunk));
       Instruction end = marker(index);
       end.step_end = true;
@@ -100,6 +103,10 @@ class StageBuilder {
  private:
   int64_t pipeline_stages() const { return static_cast<int64_t>(c_.plan.stages().size()); }
   int64_t chunks() const { return c_.set.virtual_stages; }
+  bool exists_elsewhere(int64_t virtual_stage) const {
+    if (virtual_stage < 0 || virtual_stage >= pipeline_stages() * chunks()) return false;
+    return paraplan::stage_chunk_of(c_.plan.pipeline(), virtual_stage).stage != stage_;
+  }
   const pp_stage& stage() const { return c_.plan.stages()[static_cast<size_t>(stage_)]; }
   bool holds(pp_scope scope, int64_t chunk) const {
     if (scope == PP_SCOPE_EMBEDDING) return stage().has_embedding && chunk == 0;
@@ -110,7 +117,7 @@ class StageBuilder {
   Part part_of(pp_phase phase) const {
     if (phase == PP_PHASE_FORWARD) return Part::kForward;
     if (phase == PP_PHASE_WEIGHT_GRADIENT) return Part::kWeightGradient;
-    return c_.zero_bubble ? Part::kInputGradient : Part::kBackward;
+    return c_.split_backward ? Part::kInputGradient : Part::kBackward;
   }
 
   void size_memory(double overhead_bytes) {
@@ -147,7 +154,7 @@ class StageBuilder {
 
   // Every block of every step, in execution order, so a block can prefetch the next one's parameters.
   void plan_blocks(const std::vector<pp_schedule_step>& steps) {
-    const pp_phase final_backward = c_.zero_bubble ? PP_PHASE_WEIGHT_GRADIENT : PP_PHASE_BACKWARD;
+    const pp_phase final_backward = c_.split_backward ? PP_PHASE_WEIGHT_GRADIENT : PP_PHASE_BACKWARD;
     std::vector<int32_t> last_backward(static_cast<size_t>(chunks()), -1);
     for (size_t k = 0; k < steps.size(); ++k)
       if (steps[k].phase == final_backward) last_backward[static_cast<size_t>(steps[k].chunk)] = static_cast<int32_t>(k);
@@ -363,10 +370,10 @@ class StageBuilder {
   }
 
   void send(const pp_schedule_step& step, int32_t index, bool forward) {
-    const int64_t p = pipeline_stages();
-    int64_t peer = forward ? stage_ + 1 : stage_ - 1, chunk = step.chunk;
-    if (peer == p) peer = 0, ++chunk;
-    if (peer < 0) peer = p - 1, --chunk;
+    const int64_t virtual_stage = paraplan::virtual_stage_of(c_.plan.pipeline(), stage_, step.chunk);
+    const paraplan::StageChunk next =
+        paraplan::stage_chunk_of(c_.plan.pipeline(), forward ? virtual_stage + 1 : virtual_stage - 1);
+    const int64_t peer = next.stage, chunk = next.chunk;
     const std::vector<uint32_t>& ops = c_.ops.boundary[forward ? 0 : 1];
     uint32_t last_send = static_cast<uint32_t>(ops.size());
     for (uint32_t i = 0; i < ops.size(); ++i)
@@ -569,12 +576,14 @@ ProgramSet build_programs(const paraplan::PlanView& plan, const pp_hardware_bind
   std::vector<std::vector<int64_t>> first_layer(layers.size(), std::vector<int64_t>(layers[0].size()));
   int64_t next = 0;
   for (int64_t virtual_stage = 0; virtual_stage < p * set.virtual_stages; ++virtual_stage) {
-    const size_t stage = static_cast<size_t>(virtual_stage % p), chunk = static_cast<size_t>(virtual_stage / p);
+    const paraplan::StageChunk held = paraplan::stage_chunk_of(plan.pipeline(), virtual_stage);
+    const size_t stage = static_cast<size_t>(held.stage), chunk = static_cast<size_t>(held.chunk);
     first_layer[stage][chunk] = next;
     next += layers[stage][chunk];
   }
   const StageBuilder::Context context{plan, profile, table, set, layers, first_layer, kinds,
-                                      plan.pipeline().schedule == PP_SCHEDULE_ZERO_BUBBLE};
+                                      plan.pipeline().schedule == PP_SCHEDULE_ZERO_BUBBLE ||
+                                          plan.pipeline().schedule == PP_SCHEDULE_DUALPIPE_V};
   const std::vector<std::vector<pp_schedule_step>> steps = steps_by_stage(plan);
   for (int64_t stage = 0; stage < p; ++stage) {
     StageProgram program = StageBuilder(context, stage).build(steps[static_cast<size_t>(stage)], overhead_bytes);

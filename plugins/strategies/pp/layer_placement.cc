@@ -111,13 +111,6 @@ LayerPlacement parse_megatron_layout(const std::string& layout, int64_t stages, 
   return placed;
 }
 
-StageChunk chunk_of_virtual_stage(const pp_pipeline& pipeline, int64_t virtual_stage) {
-  const int64_t p = pipeline.stages;
-  const StageChunk looped{virtual_stage % p, virtual_stage / p};
-  if (pipeline.schedule == PP_SCHEDULE_DUALPIPE_V && looped.chunk == 1) return {p - 1 - looped.stage, 1};
-  return looped;
-}
-
 std::vector<int64_t> balance_by_cost(const std::vector<double>& costs, int64_t parts) {
   const int64_t n = static_cast<int64_t>(costs.size());
   if (parts < 1 || parts > n)

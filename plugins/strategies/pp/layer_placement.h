@@ -21,8 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "paraplan/plan.h"
-
 namespace pp_strategy {
 
 struct LayerPlacement {
@@ -35,14 +33,6 @@ struct LayerPlacement {
 // Throws paraplan::ConstraintError naming the layout's problem.
 LayerPlacement parse_megatron_layout(const std::string& layout, int64_t stages, int64_t decoder_layers,
                                      int64_t mtp_layers);
-
-struct StageChunk {
-  int64_t stage, chunk;
-};
-
-// Which chunk of which stage runs virtual stage `virtual_stage`: the inverse of
-// paraplan::virtual_stage_of (looped chunks for Megatron-LM, a V for DualPipe-V).
-StageChunk chunk_of_virtual_stage(const pp_pipeline& pipeline, int64_t virtual_stage);
 
 // `costs` per layer in the model's order over `parts` consecutive virtual stages, each at least
 // one layer, minimising the largest sum (ties: the earliest stages take more).

@@ -58,9 +58,7 @@ class PipelineParallel : public paraplan::Strategy {
                                    "1f1b",
                                    "pipeline schedule: gpipe, 1f1b (PipeDream-Flush), interleaved-1f1b (Megatron-LM "
                                    "virtual stages), zero-bubble (ZB-H1) or dualpipe-v (DeepSeek's DualPipe cut in "
-                                   "half: two chunks per rank in a V, the embedding and the head both on stage 0; "
-                                   "evaluate and search price it, simulate, execute and the Chakra exporter do not "
-                                   "walk it yet)"),
+                                   "half: two chunks per rank in a V, the embedding and the head both on stage 0)"),
          paraplan::ParamSpec::Int("virtual_stages", 1,
                                   "model chunks per rank; more than 1 only with schedule = \"interleaved-1f1b\" "
                                   "(dualpipe-v always runs 2)")
@@ -171,10 +169,6 @@ class PipelineParallel : public paraplan::Strategy {
       throw paraplan::ConstraintError("ep's overlap runs one micro-batch's forward beside another's backward, which a "
                                       "pipeline runs only with schedule \"interleaved-1f1b\" or \"dualpipe-v\", but "
                                       "schedule = \"" + schedule_name_ + "\"");
-    if (schedule_ == PP_SCHEDULE_DUALPIPE_V && context.wants_schedule)
-      throw paraplan::ConstraintError(
-          "schedule \"dualpipe-v\" has no step order for executors and exporters that walk one (simulate, execute, "
-          "chakra) yet: its V-shaped chunk placement is priced by evaluate and search only");
     const Placement placed = place(context);
     const int64_t v = placed.virtual_stages;
     // The schedule lists every pass of every stage; keep it to a size a simulator can walk.
@@ -195,8 +189,8 @@ class PipelineParallel : public paraplan::Strategy {
     pipeline.bubble_fraction = pp_strategy::bubble_fraction(shape);
     pipeline.in_flight_micro_batches = pp_strategy::in_flight_micro_batches(shape);
     // The embedding runs on the stage of virtual stage 0, the head on that of the last one.
-    const int64_t first_holder = pp_strategy::chunk_of_virtual_stage(pipeline, 0).stage;
-    const int64_t last_holder = pp_strategy::chunk_of_virtual_stage(pipeline, p * v - 1).stage;
+    const int64_t first_holder = paraplan::stage_chunk_of(pipeline, 0).stage;
+    const int64_t last_holder = paraplan::stage_chunk_of(pipeline, p * v - 1).stage;
     const std::vector<int64_t> counts =
         placed.virtual_stage_layers.empty() ? std::vector<int64_t>{} : layer_counts(context.model, pipeline, placed);
     for (size_t stage = 0; stage < layers.size(); ++stage) {
@@ -270,7 +264,7 @@ class PipelineParallel : public paraplan::Strategy {
     placed.stage_layers.assign(static_cast<size_t>(p), 0);
     const pp_pipeline shape = placement_shape(p, placed.virtual_stages);
     for (size_t i = 0; i < placed.virtual_stage_layers.size(); ++i) {
-      const int64_t stage = pp_strategy::chunk_of_virtual_stage(shape, static_cast<int64_t>(i)).stage;
+      const int64_t stage = paraplan::stage_chunk_of(shape, static_cast<int64_t>(i)).stage;
       placed.stage_layers[static_cast<size_t>(stage)] += placed.virtual_stage_layers[i];
     }
     return placed;
@@ -338,8 +332,8 @@ class PipelineParallel : public paraplan::Strategy {
     std::vector<int64_t> counts(placed.virtual_stage_layers.size() * kinds.size(), 0);
     int64_t next = 0;
     for (size_t virtual_stage = 0; virtual_stage < placed.virtual_stage_layers.size(); ++virtual_stage) {
-      const pp_strategy::StageChunk held =
-          pp_strategy::chunk_of_virtual_stage(pipeline, static_cast<int64_t>(virtual_stage));
+      const paraplan::StageChunk held =
+          paraplan::stage_chunk_of(pipeline, static_cast<int64_t>(virtual_stage));
       const size_t entry = static_cast<size_t>(held.chunk * pipeline.stages + held.stage);
       for (int64_t i = 0; i < placed.virtual_stage_layers[virtual_stage]; ++i)
         ++counts[entry * kinds.size() + kinds.kind_of_layer(next++)];

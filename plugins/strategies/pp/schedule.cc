@@ -2,6 +2,8 @@
 #include "schedule.h"
 
 #include <algorithm>
+#include <deque>
+#include <utility>
 
 namespace pp_strategy {
 namespace {
@@ -73,6 +75,56 @@ void interleaved(const ScheduleShape& shape, int64_t stage, StageSteps& steps) {
   }
 }
 
+// dualpipev.py's DualPipeV.step for rank s, its eight loops in order. Each chunk takes its
+// micro-batches in order; a backward "with zero bubble" runs B and queues its W, which a later
+// weight step runs first in, first out; any other backward runs B then W at once. A paired
+// forward-and-backward (F&B) is its forward, then its backward.
+class DualPipeVRank {
+ public:
+  DualPipeVRank(StageSteps& steps) : steps_(steps) {}
+  void forward(int64_t chunk) { steps_.add(next_forward_[chunk]++, chunk, PP_PHASE_FORWARD); }
+  void backward(int64_t chunk, bool zero_bubble) {
+    const int64_t micro_batch = next_backward_[chunk]++;
+    steps_.add(micro_batch, chunk, PP_PHASE_BACKWARD);
+    if (zero_bubble)
+      queued_.emplace_back(micro_batch, chunk);
+    else
+      steps_.add(micro_batch, chunk, PP_PHASE_WEIGHT_GRADIENT);
+  }
+  void weight() {
+    steps_.add(queued_.front().first, queued_.front().second, PP_PHASE_WEIGHT_GRADIENT);
+    queued_.pop_front();
+  }
+  void paired(int64_t forward_chunk, int64_t backward_chunk) {
+    forward(forward_chunk);
+    backward(backward_chunk, false);
+  }
+
+ private:
+  StageSteps& steps_;
+  int64_t next_forward_[2] = {0, 0}, next_backward_[2] = {0, 0};
+  std::deque<std::pair<int64_t, int64_t>> queued_;
+};
+
+void dualpipe_v(const ScheduleShape& shape, int64_t stage, StageSteps& steps) {
+  const int64_t p = shape.stages, m = shape.micro_batches, s = stage;
+  DualPipeVRank rank(steps);
+  for (int64_t i = 0; i < 2 * (p - s - 1); ++i) rank.forward(0);  // 1: nF0
+  for (int64_t i = 0; i < s + 1; ++i) rank.forward(0), rank.forward(1);  // 2: nF0F1
+  for (int64_t i = 0; i < p - s - 1; ++i) rank.backward(1, true), rank.weight(), rank.forward(1);  // 3: nB1W1F1
+  for (int64_t i = 0; i < m - 2 * p + s + 1; ++i) rank.paired(0, 1), rank.paired(1, 0);  // 4: nF0B1F1B0
+  for (int64_t i = 0; i < p - s - 1; ++i) rank.backward(1, false), rank.paired(1, 0);  // 5: nB1F1B0
+  bool zero_bubble = false;  // 6: nB1B0, the second half with zero bubble
+  for (int64_t i = 0; i < s + 1; ++i) {
+    if (i == (s + 1) / 2 && s % 2 == 1) zero_bubble = true;
+    rank.backward(1, zero_bubble);
+    if (i == (s + 1) / 2 && s % 2 == 0) zero_bubble = true;
+    rank.backward(0, zero_bubble);
+  }
+  for (int64_t i = 0; i < p - s - 1; ++i) rank.weight(), rank.backward(0, true);  // 7: nWB0
+  for (int64_t i = 0; i < s + 1; ++i) rank.weight();                                 // 8: nW
+}
+
 }  // namespace
 
 double bubble_fraction(const ScheduleShape& shape) {
@@ -127,7 +179,6 @@ int64_t steps_per_stage(const ScheduleShape& shape) {
 
 std::vector<pp_schedule_step> schedule_steps(const ScheduleShape& shape) {
   std::vector<pp_schedule_step> out;
-  if (shape.kind == PP_SCHEDULE_DUALPIPE_V) return out;  // not written yet: pp refuses step walkers
   out.reserve(static_cast<size_t>(shape.stages * steps_per_stage(shape)));
   for (int64_t stage = 0; stage < shape.stages; ++stage) {
     StageSteps steps(out, stage);
@@ -135,6 +186,7 @@ std::vector<pp_schedule_step> schedule_steps(const ScheduleShape& shape) {
       case PP_SCHEDULE_GPIPE: gpipe(shape, steps); break;
       case PP_SCHEDULE_INTERLEAVED_1F1B: interleaved(shape, stage, steps); break;
       case PP_SCHEDULE_ZERO_BUBBLE: one_forward_one_backward(shape, stage, true, steps); break;
+      case PP_SCHEDULE_DUALPIPE_V: dualpipe_v(shape, stage, steps); break;
       default: one_forward_one_backward(shape, stage, false, steps); break;
     }
   }

@@ -43,6 +43,10 @@
 //                     on chunk (k mod p·v) div p, mirrored (v-1-chunk) for backwards: groups of p
 //                     micro-batches per chunk (Megatron-LM's forward_backward_pipelining_with_
 //                     interleaving, which needs m to be a multiple of p).
+//   dualpipe-v        dualpipev.py's eight loops on rank s: 2(p-s-1) chunk-0 forwards; s+1 pairs
+//                     F0 F1; p-s-1 of B1 W F1; m-2p+s+1 of F0 B1 F1 B0; p-s-1 of B1 F1 B0; s+1
+//                     of B1 B0; p-s-1 of W B0; s+1 of W. Its zero-bubble backwards queue their W
+//                     for a later W step (first in, first out), the others run W at once.
 //   zero-bubble       1F1B's order with each backward split into B then W; stage s defers up to s
 //                     W passes (the ones its p-1-s warm-up forwards leave room for, keeping
 //                     p activation sets on every stage) and runs them after its last B, where
@@ -82,8 +86,7 @@ int64_t warmup_forwards(const ScheduleShape& shape, int64_t stage);
 // Steps one stage runs: m·v forwards and as many backwards (and weight-gradient passes).
 int64_t steps_per_stage(const ScheduleShape& shape);
 
-// Every stage's steps, stage 0 first, each stage's in execution order; none for DualPipe-V, whose
-// V-shaped chunks the rank programs do not walk yet.
+// Every stage's steps, stage 0 first, each stage's in execution order.
 std::vector<pp_schedule_step> schedule_steps(const ScheduleShape& shape);
 
 }  // namespace pp_strategy

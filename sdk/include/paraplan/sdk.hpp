@@ -277,6 +277,17 @@ inline int64_t virtual_stage_of(const pp_pipeline& pipeline, int64_t stage, int6
   return chunk * p + stage;
 }
 
+// Its inverse: the stage and chunk that run virtual stage `virtual_stage`.
+struct StageChunk {
+  int64_t stage, chunk;
+};
+inline StageChunk stage_chunk_of(const pp_pipeline& pipeline, int64_t virtual_stage) {
+  const int64_t p = pipeline.stages;
+  const StageChunk looped{virtual_stage % p, virtual_stage / p};
+  if (pipeline.schedule == PP_SCHEDULE_DUALPIPE_V && looped.chunk == 1) return {p - 1 - looped.stage, 1};
+  return looped;
+}
+
 // The pp_recompute_module bits a training recomputes: every one under full recomputation, the
 // recipe's modules under selective (none named: the attention core, Korthikanti et al.'s
 // selective recompute), none otherwise. A 1.5 host's pp_training has no modules: the core.
