@@ -261,14 +261,17 @@ class StageBuilder {
       if (gathers_parameters(gather) && gather.overlap != PP_OVERLAP_COMPUTE && block.part != Part::kWeightGradient)
         communicate({op}, c_.ops.seconds[op], block.step, block_label(op, block), false);
     }
-    // Overlappable communication runs alongside the block's compute, wherever the plan lists it.
+    // Overlappable communication runs alongside the block's compute, wherever the plan lists it,
+    // on the axis's second stream: an overlapped share is another micro-batch's exchange (ep's
+    // batch-level overlap) or a ring's next block, which the engines issue on a stream of their
+    // own, so the block's critical transfers on the axis do not queue behind it.
     for (uint32_t op_index : ops) {
       const pp_op& op = c_.plan.ops()[op_index];
       const double seconds = c_.ops.seconds[op_index] * share(op, block.part);
       if (communicates(op) && op.overlap == PP_OVERLAP_COMPUTE && !gathers_parameters(op) && !reduces_gradients(op) &&
           seconds > 0)
         joins.push_back(communicate({op_index, share(op, block.part)}, seconds, block.step, block_label(op_index, block),
-                                    /*overlapped=*/true));
+                                    /*overlapped=*/true, /*second_stream=*/true));
     }
     Segment segment;
     for (uint32_t op_index : ops) {
@@ -294,7 +297,7 @@ class StageBuilder {
       const double seconds = c_.ops.seconds[op_index] * share(op, block.part);
       if (reduces_gradients(op) && seconds > 0)
         communicate({op_index, share(op, block.part)}, seconds, block.step, block_label(op_index, block),
-                    op.overlap == PP_OVERLAP_COMPUTE, /*reduce=*/true);
+                    op.overlap == PP_OVERLAP_COMPUTE, /*second_stream=*/true);
     }
     // Per-step gradient reductions of this block, after the stage's last backward pass over it.
     if (block.last_backward && block.part != Part::kInputGradient) {
@@ -348,7 +351,9 @@ class StageBuilder {
 
   // A transfer on its axis's stream. Critical ones sit on the rank's path (the next compute
   // waits); overlapped ones start when the path reaches them and are joined by the caller.
-  int32_t communicate(OpRun run, double seconds, int32_t step, int32_t label, bool overlapped, bool reduce = false) {
+  // `second_stream`: the axis's other stream (gradient reductions, overlapped shares of exchanges).
+  int32_t communicate(OpRun run, double seconds, int32_t step, int32_t label, bool overlapped,
+                      bool second_stream = false) {
     const pp_op& op = c_.plan.ops()[run.op];
     Instruction transfer;
     transfer.seconds = seconds;
@@ -361,7 +366,7 @@ class StageBuilder {
     } else {
       transfer.kind = Work::kCollective;
       transfer.axis = static_cast<int16_t>(op.axis);
-      transfer.stream = static_cast<int16_t>(1 + 2 * op.axis + (reduce ? 1 : 0));
+      transfer.stream = static_cast<int16_t>(1 + 2 * op.axis + (second_stream ? 1 : 0));
       const pp_mesh_axis& axis = c_.plan.axes()[static_cast<size_t>(op.axis)];
       transfer.tier = static_cast<uint8_t>(paraplan::cost::tier_for_span(
           c_.profile, op.kind == PP_OP_SEND_RECV ? axis.stride + 1 : axis.stride * axis.degree));
