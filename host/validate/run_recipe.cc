@@ -196,7 +196,8 @@ std::string run_recipe_text(const MeasuredRun& run) {
     // Blank is Megatron's default (the all-to-all dispatcher, no overlap), not a choice to search.
     recipe.string("dispatcher", run.moe_dispatcher.value_or("alltoall"));
     recipe.boolean("overlap", run.moe_a2a_overlap.value_or(false));
-    recipe.integer("etp", expert_tensor_parallel_size(run));
+    // Without tp the experts are whole whatever etp says (ep refuses a redundant etp = 1).
+    if (run.tp > 1) recipe.integer("etp", expert_tensor_parallel_size(run));
   }
   if (run.fsdp && *run.fsdp < run.dp) {
     // ZeRO-3 inside groups of `fsdp` ranks, replicated across them (FSDP's HYBRID_SHARD).

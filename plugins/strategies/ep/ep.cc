@@ -126,11 +126,16 @@ class ExpertParallel : public paraplan::Strategy {
   }
 
   // Every degree from 2 dividing the experts and the ranks it is carved out of, with Megatron's
-  // all-to-all or the flex dispatcher, overlapped or not: how the engine runs the exchange is a
-  // choice. The routing settings (capacity, padding, imbalance) describe the model and stay as
-  // the recipe sets them; the all-gather dispatcher moves e/k times the bytes and is not tried.
+  // all-to-all or the flex dispatcher, overlapped or not, the experts split like attention or
+  // whole (etp 0 or 1; apply refuses etp = 1 without tp, the same plan as etp = 0): how the engine
+  // runs the exchange and shards the experts is a choice. The routing settings (capacity, padding,
+  // imbalance) describe the model and stay as the recipe sets them; the all-gather dispatcher
+  // moves e/k times the bytes and is not tried.
   static std::vector<paraplan::SearchCase> search_space() {
-    return {paraplan::SearchCase::degrees(2).choose("dispatcher", {"alltoall", "flex"}).choose("overlap", {"false", "true"})};
+    return {paraplan::SearchCase::degrees(2)
+                .choose("dispatcher", {"alltoall", "flex"})
+                .choose("overlap", {"false", "true"})
+                .choose("etp", {"0", "1"})};
   }
 
   explicit ExpertParallel(const paraplan::Params& params)
@@ -164,6 +169,9 @@ class ExpertParallel : public paraplan::Strategy {
     const int64_t e = context.degree;
     const paraplan::PlanView view = plan.view();
     const int64_t t = view.axis_degree(PP_AXIS_TP), etp = etp_ == 0 ? t : etp_;
+    if (etp_ == 1 && t == 1)
+      throw paraplan::ConstraintError("etp = 1 keeps the experts whole beside tensor parallelism, but there is no tp: "
+                                      "they are whole already (leave etp out)");
     if (etp != 1 && etp != t)
       throw paraplan::ConstraintError("etp = " + std::to_string(etp) + " must be 1 or tp's degree " + std::to_string(t) +
                                       " (an expert tensor-parallel group of its own size is not modelled)");
