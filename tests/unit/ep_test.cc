@@ -306,6 +306,43 @@ TEST(ExpertParallel, OverlapLeavesTheUnpairedPassesAndTheSmShareExposed) {
               (latency + x * transfer) / (latency + transfer), 1e-9);
 }
 
+// Experts split over tp = 2 under SP (etp = tp): Megatron-Core's all-to-all dispatcher gathers
+// the two tensor-parallel ranks' received rows over tp after the dispatch and reduce-scatters
+// the experts' outputs before the combine (token_dispatcher.py, dispatch_postprocess and
+// combine_preprocess). Mixtral, micro-batch 1 of 4096 tokens: each rank dispatches its 2048,
+// top 2, padded buffers (load 1); the gathered buffer is 2 x 2048 x 2 rows of 4096 x 2 bytes.
+TEST(ExpertParallel, ExpertsSplitOverTpGatherTheirRowsOverTp) {
+  const std::string tp_sp = "[[strategy]]\nname = \"tp\"\ndegree = 2\n[[strategy]]\nname = \"sp\"\nmode = \"megatron\"\n";
+  test::Evaluated split = test::evaluate_recipe(mixtral_recipe(16, "degree = 8\n", 16) + tp_sp);
+  const std::vector<pp_op> ops = split.composed.plan->op_list();
+  auto position = [&](const std::string& name, pp_phase phase) {
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (name == ops[i].name && ops[i].phase == phase) return static_cast<int64_t>(i);
+    return int64_t{-1};
+  };
+  const double rows = 2 * 2048.0 * 2, bytes = rows * kHidden * 2;
+  for (pp_phase phase : {PP_PHASE_FORWARD, PP_PHASE_BACKWARD}) {
+    SCOPED_TRACE(phase);
+    const pp_op& gather = find_op(split, "ep_tp_gather", phase);
+    const pp_op& scatter = find_op(split, "ep_tp_scatter", phase);
+    EXPECT_DOUBLE_EQ(gather.bytes, bytes);
+    EXPECT_DOUBLE_EQ(scatter.bytes, bytes);
+    EXPECT_EQ(gather.collective, phase == PP_PHASE_FORWARD ? PP_COLLECTIVE_ALL_GATHER : PP_COLLECTIVE_REDUCE_SCATTER);
+    EXPECT_EQ(scatter.collective, phase == PP_PHASE_FORWARD ? PP_COLLECTIVE_REDUCE_SCATTER : PP_COLLECTIVE_ALL_GATHER);
+    EXPECT_EQ(std::string(split.composed.plan->axes()[static_cast<size_t>(gather.axis)].name), "tp");
+    // In the layer's order: dispatch, gather, experts, scatter, combine.
+    EXPECT_LT(position("ep_dispatch", phase), position("ep_tp_gather", phase));
+    EXPECT_LT(position("ep_tp_gather", phase), position("expert_up", phase));
+    EXPECT_LT(position("expert_down", phase), position("ep_tp_scatter", phase));
+    EXPECT_LT(position("ep_tp_scatter", phase), position("ep_combine", phase));
+  }
+  // Whole experts (etp = 1) and the flex dispatcher (one tp x ep group) gather nothing over tp.
+  for (const char* keys : {"degree = 8\netp = 1\n", "degree = 8\ndispatcher = \"flex\"\n"}) {
+    test::Evaluated other = test::evaluate_recipe(mixtral_recipe(16, keys, 16) + tp_sp);
+    for (const pp_op& op : other.composed.plan->op_list()) EXPECT_NE(std::string(op.name), "ep_tp_gather") << keys;
+  }
+}
+
 // The simulator runs an exchange's overlapped share on a stream of its own (it is another
 // micro-batch's exchange), so the critical share does not queue behind it: the exposed time
 // keeps at least the critical share x of the plain exchange and, with the rest hidden behind the

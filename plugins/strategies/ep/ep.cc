@@ -77,6 +77,9 @@ namespace {
 
 constexpr const char* kName = PP_STRATEGY_EP;
 constexpr double kActivationBytes = 2.0;  // bf16 tokens on the wire and in the expert buffers
+// ep's own ops around the experts when they are split over tp (no other plugin reads them).
+constexpr const char* kExpertTpGather = "ep_tp_gather";
+constexpr const char* kExpertTpScatter = "ep_tp_scatter";
 
 bool is_expert_compute(std::string_view name) {
   return name == PP_OP_EXPERT_UP || name == PP_OP_EXPERT_GATE || name == PP_OP_EXPERT_ACT ||
@@ -214,6 +217,12 @@ class ExpertParallel : public paraplan::Strategy {
       if (e > 1) {
         const double sent = flex_ ? distinct_ranks(layer.experts, layer.top_k, e) : top_k;  // copies a token sends
         add_token_exchange(plan, kind, ep_axis, context, tokens / split, sent, load);
+        // Experts split over tp (etp = tp) under sequence parallelism: the all-to-all dispatcher
+        // gathers the received copies of the t tensor-parallel ranks before the experts, and
+        // reduce-scatters their outputs before the combine.
+        if (!all_gather_ && !flex_ && etp == t && sequence_split)
+          add_expert_tp_exchange(plan, kind, plan.view().axis_index(PP_AXIS_TP), context,
+                                 static_cast<double>(t) * tokens / split * top_k * load);
         if (!all_gather_ && !flex_ && experts / static_cast<double>(e) > 1)
           sort_received_chunks(plan, kind, tokens / split * top_k * load, context.model.hidden);
       }
@@ -347,6 +356,31 @@ class ExpertParallel : public paraplan::Strategy {
     for (pp_phase phase : phases) {
       bool swap = all_gather_ && phase == PP_PHASE_BACKWARD;
       insert(at, PP_OP_EP_COMBINE, phase, swap ? dispatch_kind : combine_kind);
+    }
+  }
+
+  // Megatron-Core's MoEAlltoAllTokenDispatcher with an expert tensor-parallel group of t > 1
+  // (dispatch_postprocess / combine_preprocess): an all-gather over tp of the rows the all-to-all
+  // brought, in front of the kind's first expert op, and a reduce-scatter of the experts' outputs
+  // after its last one; backward runs the conjugates. `gathered` rows (t ranks' received copies)
+  // of hidden x 2 bytes, the collective's whole buffer.
+  void add_expert_tp_exchange(paraplan::PlanEditor& plan, uint32_t kind, int32_t tp_axis,
+                              const paraplan::StrategyContext& context, double gathered) const {
+    const double bytes = gathered * static_cast<double>(context.model.hidden) * kActivationBytes;
+    const std::vector<pp_phase> phases = layer_phases(context.training);
+    uint32_t at = static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_UP, /*last=*/false));
+    for (pp_phase phase : phases) {
+      const bool backward = phase == PP_PHASE_BACKWARD;
+      plan.insert_layer_op(at++, exchange_op(kExpertTpGather, phase, backward ? PP_COLLECTIVE_REDUCE_SCATTER : PP_COLLECTIVE_ALL_GATHER,
+                                             tp_axis, bytes, PP_OVERLAP_NONE, 1.0),
+                           kind);
+    }
+    at = static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_DOWN, /*last=*/true)) + 1;
+    for (pp_phase phase : phases) {
+      const bool backward = phase == PP_PHASE_BACKWARD;
+      plan.insert_layer_op(at++, exchange_op(kExpertTpScatter, phase, backward ? PP_COLLECTIVE_ALL_GATHER : PP_COLLECTIVE_REDUCE_SCATTER,
+                                             tp_axis, bytes, PP_OVERLAP_NONE, 1.0),
+                           kind);
     }
   }
 
