@@ -587,8 +587,7 @@ ProgramSet build_programs(const paraplan::PlanView& plan, const pp_hardware_bind
     next += layers[stage][chunk];
   }
   const StageBuilder::Context context{plan, profile, table, set, layers, first_layer, kinds,
-                                      plan.pipeline().schedule == PP_SCHEDULE_ZERO_BUBBLE ||
-                                          plan.pipeline().schedule == PP_SCHEDULE_DUALPIPE_V};
+                                      paraplan::splits_backward(plan.pipeline().schedule)};
   const std::vector<std::vector<pp_schedule_step>> steps = steps_by_stage(plan);
   for (int64_t stage = 0; stage < p; ++stage) {
     StageProgram program = StageBuilder(context, stage).build(steps[static_cast<size_t>(stage)], overhead_bytes);

@@ -5,6 +5,8 @@
 #include <deque>
 #include <utility>
 
+#include "paraplan/sdk.hpp"
+
 namespace pp_strategy {
 namespace {
 
@@ -173,8 +175,7 @@ int64_t warmup_forwards(const ScheduleShape& shape, int64_t stage) {
 }
 
 int64_t steps_per_stage(const ScheduleShape& shape) {
-  const bool split_weight_gradient = shape.kind == PP_SCHEDULE_ZERO_BUBBLE || shape.kind == PP_SCHEDULE_DUALPIPE_V;
-  return shape.micro_batches * shape.virtual_stages * (split_weight_gradient ? 3 : 2);
+  return shape.micro_batches * shape.virtual_stages * (paraplan::splits_backward(shape.kind) ? 3 : 2);
 }
 
 std::vector<pp_schedule_step> schedule_steps(const ScheduleShape& shape) {

@@ -288,6 +288,12 @@ inline StageChunk stage_chunk_of(const pp_pipeline& pipeline, int64_t virtual_st
   return looped;
 }
 
+// Whether a schedule splits each backward pass into B (input gradient, PP_PHASE_BACKWARD) and W
+// (weight gradient, PP_PHASE_WEIGHT_GRADIENT) steps: ZB-H1 and DualPipe-V do.
+inline bool splits_backward(pp_schedule_kind schedule) {
+  return schedule == PP_SCHEDULE_ZERO_BUBBLE || schedule == PP_SCHEDULE_DUALPIPE_V;
+}
+
 // The pp_recompute_module bits a training recomputes: every one under full recomputation, the
 // recipe's modules under selective (none named: the attention core, Korthikanti et al.'s
 // selective recompute), none otherwise. A 1.5 host's pp_training has no modules: the core.
