@@ -367,21 +367,18 @@ class ExpertParallel : public paraplan::Strategy {
   void add_expert_tp_exchange(paraplan::PlanEditor& plan, uint32_t kind, int32_t tp_axis,
                               const paraplan::StrategyContext& context, double gathered) const {
     const double bytes = gathered * static_cast<double>(context.model.hidden) * kActivationBytes;
-    const std::vector<pp_phase> phases = layer_phases(context.training);
-    uint32_t at = static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_UP, /*last=*/false));
-    for (pp_phase phase : phases) {
-      const bool backward = phase == PP_PHASE_BACKWARD;
-      plan.insert_layer_op(at++, exchange_op(kExpertTpGather, phase, backward ? PP_COLLECTIVE_REDUCE_SCATTER : PP_COLLECTIVE_ALL_GATHER,
-                                             tp_axis, bytes, PP_OVERLAP_NONE, 1.0),
-                           kind);
-    }
-    at = static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_DOWN, /*last=*/true)) + 1;
-    for (pp_phase phase : phases) {
-      const bool backward = phase == PP_PHASE_BACKWARD;
-      plan.insert_layer_op(at++, exchange_op(kExpertTpScatter, phase, backward ? PP_COLLECTIVE_ALL_GATHER : PP_COLLECTIVE_REDUCE_SCATTER,
-                                             tp_axis, bytes, PP_OVERLAP_NONE, 1.0),
-                           kind);
-    }
+    // One op per phase at `at`, backward running the conjugate collective.
+    auto insert = [&](uint32_t at, const char* name, pp_collective forward, pp_collective backward) {
+      for (pp_phase phase : layer_phases(context.training))
+        plan.insert_layer_op(
+            at++,
+            exchange_op(name, phase, phase == PP_PHASE_BACKWARD ? backward : forward, tp_axis, bytes, PP_OVERLAP_NONE, 1.0),
+            kind);
+    };
+    insert(static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_UP, /*last=*/false)), kExpertTpGather,
+           PP_COLLECTIVE_ALL_GATHER, PP_COLLECTIVE_REDUCE_SCATTER);
+    insert(static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_DOWN, /*last=*/true)) + 1, kExpertTpScatter,
+           PP_COLLECTIVE_REDUCE_SCATTER, PP_COLLECTIVE_ALL_GATHER);
   }
 
   // The share of each exchange left on the critical path under batch-level overlap (header);
