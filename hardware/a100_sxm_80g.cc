@@ -31,6 +31,7 @@ constexpr Datasheet kA100Sxm80g{
             .gemm_efficiency_max_fp8 = std::nullopt,  // no FP8 on Ampere
             .attention_efficiency = 0.94,
             .tiers = kA100SxmTiers,
+            .host_op_overhead_us = std::nullopt,
         },
     .description = "NVIDIA A100 SXM4 80GB, 8-GPU HGX/DGX A100 node; NVIDIA A100 datasheet and DGX A100 user guide",
 };

@@ -32,6 +32,7 @@ constexpr Datasheet kB200{
             .gemm_efficiency_max_fp8 = 0.51,
             .attention_efficiency = 0.81,
             .tiers = kB200Tiers,
+            .host_op_overhead_us = std::nullopt,
         },
     .description = "NVIDIA B200 180GB, 8-GPU HGX/DGX B200 node; NVIDIA HGX B200 and DGX B200 datasheets",
 };

@@ -33,6 +33,7 @@ constexpr Datasheet kB300{
             .gemm_efficiency_max_fp8 = 0.51,
             .attention_efficiency = 0.81,
             .tiers = kB300Tiers,
+            .host_op_overhead_us = std::nullopt,
         },
     .description = "NVIDIA B300 (Blackwell Ultra) 270GB, 8-GPU HGX/DGX B300 node; NVIDIA HGX B300 specifications",
 };

@@ -34,6 +34,7 @@ constexpr Datasheet kGb200Nvl72{
             .gemm_efficiency_max_fp8 = 0.48,
             .attention_efficiency = 0.81,
             .tiers = kGb200Nvl72Tiers,
+            .host_op_overhead_us = std::nullopt,
         },
     .description = "NVIDIA GB200 NVL72 rack, 72 Blackwell GPUs in one NVLink domain; NVIDIA GB200 NVL72 datasheet",
 };

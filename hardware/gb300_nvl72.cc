@@ -35,6 +35,7 @@ constexpr Datasheet kGb300Nvl72{
             .gemm_efficiency_max_fp8 = 0.48,
             .attention_efficiency = 0.81,
             .tiers = kGb300Nvl72Tiers,
+            .host_op_overhead_us = std::nullopt,
         },
     .description = "NVIDIA GB300 NVL72 rack, 72 Blackwell Ultra GPUs in one NVLink domain; NVIDIA GB300 NVL72 specifications",
 };

@@ -30,6 +30,7 @@ constexpr Datasheet kH100Sxm{
             .gemm_efficiency_max_fp8 = 0.53,
             .attention_efficiency = 0.81,
             .tiers = kH100SxmTiers,
+            .host_op_overhead_us = std::nullopt,
         },
     .description = "NVIDIA H100 SXM5 80GB, 8-GPU HGX/DGX H100 node; NVIDIA H100 datasheet and DGX H100 user guide",
 };

@@ -31,6 +31,7 @@ constexpr Datasheet kH200Sxm{
             .gemm_efficiency_max_fp8 = 0.53,
             .attention_efficiency = 0.81,
             .tiers = kH200SxmTiers,
+            .host_op_overhead_us = std::nullopt,
         },
     .description = "NVIDIA H200 SXM 141GB, 8-GPU HGX/DGX H200 node; NVIDIA H200 datasheet and DGX H200 user guide",
 };

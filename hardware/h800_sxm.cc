@@ -32,6 +32,7 @@ constexpr Datasheet kH800Sxm{
             .gemm_efficiency_max_fp8 = 0.53,
             .attention_efficiency = 0.81,
             .tiers = kH800SxmTiers,
+            .host_op_overhead_us = std::nullopt,
         },
     .description = "NVIDIA H800 SXM5 80GB (NVLink 400 GB/s), 8-GPU HGX node; NVIDIA H800 datasheet, DeepSeek-V3 report",
 };

@@ -31,6 +31,7 @@ constexpr Datasheet kMi300x{
             .gemm_efficiency_max_fp8 = 0.37,
             .attention_efficiency = 0.51,
             .tiers = kMi300xTiers,
+            .host_op_overhead_us = std::nullopt,
         },
     .description = "AMD Instinct MI300X 192GB, 8-GPU xGMI platform; AMD Instinct MI300X datasheet",
 };

@@ -64,6 +64,8 @@ struct ProfileSpec {
   std::optional<double> gemm_efficiency_max_fp8;
   double attention_efficiency = 0;
   std::span<const TierSpec> tiers;
+  // Host time to issue one op of the plan eagerly, in us; absent: kHostOpOverheadUs.
+  std::optional<double> host_op_overhead_us;
 };
 
 // A GEMM behaves as if it paid a fixed cost on top of its ideal time: launch, prologue and
@@ -71,6 +73,13 @@ struct ProfileSpec {
 // efficiency max * F / (F + F_half) where F_half = t0 * peak * max. 5 us fits bf16 GEMMs from
 // 1.5k^3 to 16k^3 measured on an H200 (docs/hardware.md, "Measured on an H200").
 inline constexpr double kGemmFixedOverheadUs = 5.0;
+
+// An eager framework's host time per op of the plan (a module call: Python, autograd, its
+// kernels' launches; paraplan/host_issue.hpp). 85 us fits vTrain's launch-bound single-node
+// runs (docs/validation.md, "Host issue time"); it is the node's CPU and software, not the GPU.
+inline constexpr double kHostOpOverheadUs = 85.0;
+
+constexpr double host_op_overhead_us(const ProfileSpec& spec) { return spec.host_op_overhead_us.value_or(kHostOpOverheadUs); }
 
 // Network links are sold in gigabits per second; profiles count gigabytes.
 constexpr double gbit_s_to_gb_s(double gigabits_per_second) { return gigabits_per_second / 8.0; }
@@ -158,6 +167,7 @@ constexpr ProfileProblem check_profile(const ProfileSpec& spec) {
       {"gemm.half_efficiency_gflop", gemm_half_efficiency_gflop(spec), detail::kGigaflops},
       {"gemm.efficiency_max_fp8", spec.gemm_efficiency_max_fp8.value_or(spec.gemm_efficiency_max), detail::kFraction},
       {"attention.efficiency", spec.attention_efficiency, detail::kFraction},
+      {"host.op_overhead_us", host_op_overhead_us(spec), detail::kMicroseconds},
   };
   for (const Field& field : fields) {
     std::string_view problem = detail::range_problem(field.value, field.range);
@@ -236,6 +246,7 @@ inline pp_hardware_profile build_profile(const ProfileSpec& spec) {
   profile.gemm_half_efficiency_flops = gemm_half_efficiency_gflop(spec) * kGiga;
   profile.gemm_efficiency_max_fp8 = spec.gemm_efficiency_max_fp8.value_or(0.0);
   profile.attention_efficiency = spec.attention_efficiency;
+  profile.host_op_overhead_s = host_op_overhead_us(spec) * kMicro;
   profile.tier_count = static_cast<uint32_t>(spec.tiers.size());
   for (size_t index = 0; index < spec.tiers.size(); ++index) {
     const TierSpec& source = spec.tiers[index];

@@ -30,7 +30,8 @@ namespace paraplan::hardware {
 namespace {
 
 // Defaults of the optional keys; docs/hardware.md gives the reasons. An absent
-// gemm.half_efficiency_gflop is derived from kGemmFixedOverheadUs by the profile builder.
+// gemm.half_efficiency_gflop is derived from kGemmFixedOverheadUs by the profile builder, an
+// absent host.op_overhead_us is kHostOpOverheadUs.
 constexpr double kDefaultMemoryEfficiency = 0.85;
 constexpr double kDefaultGemmEfficiencyMax = 0.64;  // the H100 profile's in-training plateau
 constexpr double kDefaultAttentionEfficiency = 0.81;  // on the full-square FLOP count
@@ -259,7 +260,7 @@ pp_hardware_profile parse_toml_profile(std::string_view document, const std::str
   }
 
   TableReader top(file, root, "",
-                  {"name", "gpus_per_node", "compute", "memory", "host_link", "gemm", "attention", "tiers"});
+                  {"name", "gpus_per_node", "compute", "memory", "host_link", "gemm", "attention", "host", "tiers"});
   ProfileSpec spec;
   const std::string name = top.text("name");
   spec.name = name;
@@ -288,6 +289,11 @@ pp_hardware_profile parse_toml_profile(std::string_view document, const std::str
   if (const toml::table* table = top.optional_table("attention")) {
     TableReader attention(file, *table, "attention.", {"efficiency"});
     spec.attention_efficiency = attention.number_or("efficiency", kDefaultAttentionEfficiency);
+  }
+
+  if (const toml::table* table = top.optional_table("host")) {
+    TableReader host(file, *table, "host.", {"op_overhead_us"});
+    spec.host_op_overhead_us = host.optional_number("op_overhead_us");
   }
 
   const toml::array& tier_tables = top.array_of_tables("tiers");

@@ -107,6 +107,17 @@ class OpEmitter {
     emit(op, module, backward_bytes >= 0 ? backward_bytes : 2.0 * bytes);
   }
 
+  // The host waits for the GPU (PP_OP_HOST_SYNC): a forward point with no work and no backward,
+  // re-run when `module` is recomputed.
+  void host_sync(uint32_t module) {
+    pp_op op = make_op(PP_OP_MEMORY, PP_PHASE_FORWARD, scope_, PP_OP_HOST_SYNC, kOwner);
+    plan_.add_workload_op(op, kind_);
+    if (((module | kAnyOp) & recomputed_) != 0 && scope_ == PP_SCOPE_LAYER) {
+      op.phase = PP_PHASE_RECOMPUTE;
+      plan_.add_workload_op(op, kind_);
+    }
+  }
+
  private:
   void emit(pp_op op, uint32_t module, double backward_bytes = -1.0) {
     plan_.add_workload_op(op, kind_);
@@ -345,6 +356,7 @@ class LayerBuilder {
   //   fp32: the logits read and the probabilities written (4 + 4 bytes per token and expert),
   //   the k chosen scores and their int64 indices written (4 + 8 per copy);
   //   permute: each token's k copies gathered into expert order (2-byte rows read and written);
+  //   the host waits for the token counts (host_issue.hpp);
   //   the routed experts: one GEMM per expert over the copies it receives, m = tokens x k / E
   //   when the router spreads them evenly (ep divides the experts and sets each rank's load);
   //   fc1 holds SwiGLU's gate and up halves in one GEMM (n = 2f), as linear_fc1 does;
@@ -360,6 +372,10 @@ class LayerBuilder {
     emit_.gemm(PP_OP_ROUTER, tok, experts, h, kMoe);
     emit_.memory_bound(PP_OP_ROUTER_TOPK, (4.0 + 4.0) * tok * experts + (4.0 + 8.0) * copies, -1.0, kMoe);
     emit_.memory_bound(PP_OP_MOE_PERMUTE, 2.0 * kActivationBytes * copies * h, -1.0, kMoe);
+    // Dropless routing sizes the dispatch from token counts the host must read first
+    // (token_dispatcher.py, cuda_sync_point "before_ep_alltoall"); ep removes the wait for
+    // drop-and-pad routing, whose sizes are fixed.
+    emit_.host_sync(kMoe);
     emit_.gemm(PP_OP_EXPERT_UP, copies / experts, up_outputs * ffn, h, kMoe, experts);
     emit_.memory_bound(PP_OP_EXPERT_ACT, activation_passes * kActivationBytes * copies * ffn, -1.0,
                        kMoe | PP_RECOMPUTE_MOE_ACT);

@@ -7,6 +7,7 @@
 
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
+#include "host/core/joined.h"
 #include "host/core/number_format.h"
 #include "host/model/precision_names.h"
 #include "host/recipe/model_presets.h"
@@ -14,6 +15,7 @@
 #include "host/recipe/recipe_limits.h"
 #include "host/recipe/recipe_overrides.h"
 #include "host/recipe/source_location.h"
+#include "paraplan/host_issue.hpp"
 
 namespace paraplan::host {
 
@@ -30,7 +32,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& core_sectio
                  "moe_layer_freq", "moe_shared_ffn_hidden", "sliding_window", "full_attention_every", "layer_pattern",
                  "mamba_heads", "mamba_head_dim", "mamba_state", "mamba_groups", "mamba_conv_kernel", "mtp_layers",
                  "tied_embeddings", "dropout", "rotary_base", "norm_epsilon"}},
-      {"training", {"global_batch", "micro_batch", "precision", "recompute", "recompute_modules", "optimizer",
+      {"training", {"global_batch", "micro_batch", "precision", "recompute", "recompute_modules", "cuda_graph_modules", "optimizer",
                     "flash_attention", "main_grads"}},
       {"cluster", {"hardware", "num_gpus", "gpus_per_node", "mesh_order"}},
   };
@@ -390,6 +392,35 @@ uint32_t read_recompute_modules(TableReader& reader, const toml::table& table, c
   return modules;
 }
 
+// Megatron-LM's --cuda-graph-modules names (and "full_iteration", --cuda-graph-impl
+// full_iteration) as pp_cuda_graph_module bits, with the combinations TransformerConfig refuses
+// refused here (megatron/core/transformer/transformer_config.py).
+uint32_t read_cuda_graph_modules(TableReader& reader, const toml::table& table, const pp_model& model) {
+  const std::optional<std::vector<std::string>> names = reader.string_list("cuda_graph_modules");
+  if (!names) return 0;
+  const toml::node* node = table.get("cuda_graph_modules");
+  std::vector<std::string> options;
+  for (const auto& [known, bit] : paraplan::issue::kCudaGraphModuleNames) options.push_back(known);
+  uint32_t modules = 0;
+  for (const std::string& name : *names) {
+    const auto& known = paraplan::issue::kCudaGraphModuleNames;
+    auto found = std::find_if(std::begin(known), std::end(known), [&](const auto& entry) { return name == entry.first; });
+    if (found == std::end(known))
+      reader.fail(node, "cuda_graph_modules",
+                  "'" + name + "' is not one of " + joined(options, "|") + did_you_mean(name, options));
+    modules |= found->second;
+  }
+  if ((modules & PP_CUDA_GRAPH_FULL_ITERATION) && modules != PP_CUDA_GRAPH_FULL_ITERATION)
+    reader.fail(node, "cuda_graph_modules", "full_iteration captures the whole step and takes no other module");
+  if ((modules & PP_CUDA_GRAPH_MOE) && (modules & PP_CUDA_GRAPH_MOE_ROUTER))
+    reader.fail(node, "cuda_graph_modules", "takes moe or moe_router, not both (moe holds the router)");
+  if ((modules & PP_CUDA_GRAPH_MOE_PREPROCESS) && !(modules & PP_CUDA_GRAPH_MOE_ROUTER))
+    reader.fail(node, "cuda_graph_modules", "moe_preprocess needs moe_router");
+  if ((modules & (PP_CUDA_GRAPH_MOE | PP_CUDA_GRAPH_MOE_ROUTER)) && model.moe_experts <= 1)
+    reader.fail(node, "cuda_graph_modules", "moe and moe_router need an MoE model (model.moe_experts > 1)");
+  return modules;
+}
+
 void read_training(Recipe& recipe, const toml::table* table, bool search) {
   if (!table) throw InputError(recipe.file + ": [training]: the recipe has no [training] table");
   TableReader reader(table, "training", recipe.file);
@@ -406,6 +437,7 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
   std::string optimizer = reader.choice("optimizer", {"adam", "sgd"}).value_or("adam");
   training.optimizer = optimizer == "sgd" ? PP_OPTIMIZER_SGD : PP_OPTIMIZER_ADAM;
   training.recompute_modules = read_recompute_modules(reader, *table, training, recipe.search);
+  training.cuda_graph_modules = read_cuda_graph_modules(reader, *table, recipe.model.shape);
   recipe.flash_attention = reader.boolean("flash_attention").value_or(true);
   recipe.fp32_main_grads = reader.choice("main_grads", {"fp32", "bf16"}).value_or("fp32") == "fp32";
   reader.reject_unknown_keys();

@@ -208,6 +208,7 @@ MeasuredRun read_run(const CsvRecord& record, const Header& header, const std::s
   run.tp_comm_overlap = row.boolean("tp_comm_overlap");
   run.dp_comm_overlap = row.boolean("dp_comm_overlap");
   run.recompute_modules = row.name_list("recompute_modules");
+  run.cuda_graph_modules = row.name_list("cuda_graph_modules");
   run.measured_memory_gib = row.optional_positive_number("measured_memory_gib");
 
   const std::vector<std::string> metrics = {metric_name(Metric::kIterationSeconds),
@@ -244,7 +245,8 @@ const std::vector<std::string>& standard_columns() {
 const std::vector<std::string>& optional_columns() {
   static const std::vector<std::string> columns = [] {
     std::vector<std::string> all = {"flash_attention", "tp_comm_overlap", "dp_comm_overlap", "attention", "layer_pattern",
-                                    "etp", "fsdp", "moe_balance", "moe_dispatcher", "moe_a2a_overlap", "model",
+                                    "etp", "fsdp", "moe_balance", "moe_dispatcher", "moe_a2a_overlap",
+                                    "cuda_graph_modules", "model",
                                     "recompute_modules", "measured_memory_gib"};
     all.insert(all.end(), layer_stack_columns().begin(), layer_stack_columns().end());
     return all;

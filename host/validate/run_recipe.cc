@@ -148,6 +148,7 @@ std::string run_recipe_text(const MeasuredRun& run) {
   recipe.optional_string("recompute", run.recompute);       // blank: searched
   recipe.string("precision", run.precision);
   if (!run.recompute_modules.empty()) recipe.raw("recompute_modules", string_array(run.recompute_modules));
+  if (!run.cuda_graph_modules.empty()) recipe.raw("cuda_graph_modules", string_array(run.cuda_graph_modules));
   if (run.flash_attention == false) recipe.boolean("flash_attention", false);
 
   recipe.table("[cluster]");
@@ -196,6 +197,10 @@ std::string run_recipe_text(const MeasuredRun& run) {
     // Blank is Megatron's default (the all-to-all dispatcher, no overlap), not a choice to search.
     recipe.string("dispatcher", run.moe_dispatcher.value_or("alltoall"));
     recipe.boolean("overlap", run.moe_a2a_overlap.value_or(false));
+    // Forced balance is Megatron's dropless routing with the router's choice overridden
+    // (moe_router_force_load_balancing): no capacity, no imbalance. Blank keeps ep's capacity
+    // buffers, as the token-dropping rows ran.
+    if (run.forced_balance) recipe.raw("capacity_factor", "0.0");
     // Without tp the experts are whole whatever etp says (ep refuses a redundant etp = 1).
     if (run.tp > 1) recipe.integer("etp", expert_tensor_parallel_size(run));
   }

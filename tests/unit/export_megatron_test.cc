@@ -29,7 +29,7 @@ const std::set<std::string> kMegatronFlags = {
     "--position-embedding-type", "--normalization", "--swiglu", "--untie-embeddings-and-output-weights",
     // _add_training_args
     "--micro-batch-size", "--global-batch-size", "--recompute-granularity", "--recompute-method",
-    "--recompute-num-layers", "--tp-comm-overlap", "--train-iters", "--log-interval", "--disable-bias-linear",
+    "--recompute-num-layers", "--tp-comm-overlap", "--cuda-graph-impl", "--cuda-graph-modules", "--train-iters", "--log-interval", "--disable-bias-linear",
     "--optimizer", "--sequence-parallel", "--no-gradient-accumulation-fusion", "--use-flash-attn",
     // _add_learning_rate_args
     "--lr",
@@ -133,8 +133,10 @@ void expect_real_flags(const std::string& script) {
   for (const auto& [flag, text] : list) {
     EXPECT_TRUE(flag.starts_with("--")) << flag;
     EXPECT_TRUE(kMegatronFlags.count(flag)) << flag << " is not a Megatron-LM flag (arguments.py)";
-    // Values are single words: numbers, choices.
-    EXPECT_EQ(text.find(' '), std::string::npos) << flag << " " << text;
+    // Values are single words: numbers, choices; a list (nargs='+') one word per item.
+    if (flag != "--cuda-graph-modules") {
+      EXPECT_EQ(text.find(' '), std::string::npos) << flag << " " << text;
+    }
   }
   // Every array reaches pretrain_gpt.py.
   std::istringstream lines(script);
@@ -221,6 +223,20 @@ TEST(ExportMegatron, DenseThreeDimensionalPlan) {
   EXPECT_NE(script.find("MEGATRON_PATH=\"${MEGATRON_PATH:-/workspace/Megatron-LM}\""), std::string::npos);
   EXPECT_NE(script.find("export CUDA_DEVICE_MAX_CONNECTIONS=1"), std::string::npos);
   EXPECT_NE(script.find("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml"), std::string::npos);
+}
+
+// cuda_graph_modules as TransformerConfig's cuda_graph_impl and cuda_graph_modules: the whole
+// iteration, or Transformer Engine's per-layer graphs of the named modules (one word each).
+TEST(ExportMegatron, CudaGraphsAsMegatronCapturesThem) {
+  const std::string recipe = "recipes/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml";
+  const Export modules = export_file(recipe, {"training.cuda_graph_modules=[\"attn\", \"moe_router\"]"});
+  EXPECT_EQ(value(modules.script, "--cuda-graph-impl"), "transformer_engine");
+  EXPECT_EQ(value(modules.script, "--cuda-graph-modules"), "attn moe_router");
+  expect_real_flags(modules.script);
+  const Export full = export_file(recipe, {"training.cuda_graph_modules=[\"full_iteration\"]"});
+  EXPECT_EQ(value(full.script, "--cuda-graph-impl"), "full_iteration");
+  EXPECT_FALSE(has(full.script, "--cuda-graph-modules"));
+  EXPECT_FALSE(has(export_file(recipe).script, "--cuda-graph-impl"));
 }
 
 // Mixtral 8x7B, EP 8 on 8 GPUs, capacity factor 1 with padded buffers, full recompute, FSDP-3.

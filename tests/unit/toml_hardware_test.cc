@@ -78,6 +78,26 @@ TEST(TomlHardware, SameNumbersSamePlanAsTheCompiledProfile) {
                    test::evaluate_recipe(recipe_on("h100-sxm", "fp8")).number("time.step_s"));
 }
 
+// host.op_overhead_us: absent, the bundled profiles' 85 us; declared, the profile's own; 0 frees
+// the host (a framework that captures everything, or a test machine).
+TEST(TomlHardware, TheHostsIssueTimeIsTheProfilesOwn) {
+  const auto overhead_of = [](const std::string& text, const std::string& name) {
+    const std::string recipe = recipe_on(write_profile(name, text).string());
+    auto evaluated = test::evaluate_recipe(recipe);
+    return evaluated.hardware->profile().host_op_overhead_s;
+  };
+  EXPECT_DOUBLE_EQ(overhead_of(kH100SxmProfile, "host-default"), 85e-6);
+  const std::string declared = std::string(kH100SxmProfile) + "[host]\nop_overhead_us = 30\n";
+  EXPECT_DOUBLE_EQ(overhead_of(declared, "host-30"), 30e-6);
+  const std::string free_host = std::string(kH100SxmProfile) + "[host]\nop_overhead_us = 0\n";
+  auto evaluated = test::evaluate_recipe(recipe_on(write_profile("host-0", free_host).string()));
+  EXPECT_EQ(evaluated.number("time.host_wait_s"), 0.0);
+  const std::string negative = std::string(kH100SxmProfile) + "[host]\nop_overhead_us = -5\n";
+  std::filesystem::path file = write_profile("host-negative", negative);
+  expect_error<InputError>([&] { test::evaluate_recipe(recipe_on(file.string())); },
+                           {file.string(), "host.op_overhead_us", "[0, 1e6] us"});
+}
+
 TEST(TomlHardware, TheShippedExampleLoads) {
   auto evaluated = test::evaluate_recipe(recipe_on(PARAPLAN_SOURCE_DIR "/hardware/toml/examples/h100-pcie.toml"));
   EXPECT_EQ(std::get<std::string>(*evaluated.results.find("plan.hardware")), "h100-pcie");

@@ -55,10 +55,11 @@ TEST(ValidationAccuracy, MptFsdpRunsNoWorseThanToday) {
   expect_accuracy("mpt-h100-fsdp.csv", 22, 36.0, 0.9);
 }
 
-// vTrain's 1440 single-node runs of small models are launch-bound, which the analytic model does
-// not price (docs/validation.md): no target, only today's level kept from getting worse.
-TEST(ValidationAccuracy, VtrainSingleNodeRunsNoWorseThanToday) {
-  expect_accuracy("vtrain-single-node.csv", 1440, 40.0, 0.75);
+// vTrain's 1440 single-node runs of small models are launch-bound: the host's issue time
+// (host_issue.hpp, 85 us per op, fitted on these rows; either half of them alone gives the same
+// figure, docs/validation.md) took them from 36.6 % to 8.6 % and the ranking from 0.79 to 0.985.
+TEST(ValidationAccuracy, VtrainSingleNodeRunsWithinTenPercentAndRankedRight) {
+  expect_accuracy("vtrain-single-node.csv", 1440, 10.0, 0.97);
 }
 
 // modern.csv's 217 runs of 2024-2026 models (docs/validation.md): the MoE issue's targets are
@@ -80,13 +81,13 @@ TEST(ValidationAccuracy, ModernRunsEvaluateOrSayWhyNoWorseThanToday) {
   EXPECT_GE(evaluated, 198u);
   const ValidationSummary summary = summarize(predictions);
   ASSERT_TRUE(summary.mape_pct.has_value());
-  EXPECT_LE(*summary.mape_pct, 33.0);
+  EXPECT_LE(*summary.mape_pct, 32.0);
   ASSERT_TRUE(summary.spearman.has_value());
   EXPECT_GE(*summary.spearman, 0.95);
 }
 
 // A guard per slice of modern.csv, by model and by hardware: each slice's MAPE at most today's
-// plus 2 points (2026-12-03, docs/validation.md), so a change that helps one family cannot hide
+// plus 2 points (2026-12-03, with the host's issue time; docs/validation.md), so a change that helps one family cannot hide
 // a loss on another. The MoE families are split in two halves by model (docs/validation.md):
 // nothing is tuned on either yet, so both are out of sample; whatever is tuned later is tuned
 // on the first, and the second says how it does on models it never saw.
@@ -97,11 +98,11 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
   const std::map<std::string, double> today = {
       // by model
       {"llama2-7b", 27.5}, {"llama2-13b", 19.4}, {"llama2-70b", 7.8}, {"llama3-8b", 26.4}, {"llama3-70b", 16.6},
-      {"llama3.1-405b", 21.0}, {"mixtral-8x7b", 14.5}, {"deepseek-v3", 21.4}, {"gpt-oss-120b", 62.0},
-      {"nemotron-3-nano", 56.3}, {"qwen3-235b-a22b", 31.0}, {"qwen3-30b-a3b", 57.5},
+      {"llama3.1-405b", 21.0}, {"mixtral-8x7b", 14.5}, {"deepseek-v3", 20.9}, {"gpt-oss-120b", 60.3},
+      {"nemotron-3-nano", 54.9}, {"qwen3-235b-a22b", 29.0}, {"qwen3-30b-a3b", 54.6},
       // by hardware
-      {"h100-sxm", 33.8}, {"b200", 37.0}, {"gb200-nvl72", 22.7}, {"h100-sxm-hbm2e-96gb-500w", 47.1},
-      {"h200-sxm", 29.0}, {"a100-sxm-80g", 20.0}, {"b300", 53.2}, {"gb300-nvl72", 24.3}};
+      {"h100-sxm", 32.6}, {"b200", 35.5}, {"gb200-nvl72", 22.3}, {"h100-sxm-hbm2e-96gb-500w", 47.1},
+      {"h200-sxm", 29.0}, {"a100-sxm-80g", 20.0}, {"b300", 51.7}, {"gb300-nvl72", 24.3}};
   size_t guarded = 0;
   for (const std::vector<SliceAccuracy>* slices : {&summary.models, &summary.hardware})
     for (const SliceAccuracy& slice : *slices) {
@@ -123,8 +124,8 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
       if (prediction.evaluated() && models.count(prediction.run->model)) sum += std::abs(prediction.error_pct), ++rows;
     return rows ? sum / static_cast<double>(rows) : NAN;
   };
-  EXPECT_LE(half_mape({"deepseek-v3", "qwen3-30b-a3b", "mixtral-8x7b"}), 42.9 + 2.0);       // the tuning half
-  EXPECT_LE(half_mape({"qwen3-235b-a22b", "gpt-oss-120b", "nemotron-3-nano"}), 46.6 + 2.0);  // held out
+  EXPECT_LE(half_mape({"deepseek-v3", "qwen3-30b-a3b", "mixtral-8x7b"}), 40.9 + 2.0);       // the tuning half
+  EXPECT_LE(half_mape({"qwen3-235b-a22b", "gpt-oss-120b", "nemotron-3-nano"}), 44.8 + 2.0);  // held out
 }
 
 }  // namespace

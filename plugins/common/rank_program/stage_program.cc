@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "paraplan/cost_model.hpp"
+#include "paraplan/host_issue.hpp"
 #include "plan_ops.h"
 
 namespace rank_program {
@@ -290,6 +291,7 @@ class StageBuilder {
                   /*overlapped=*/false);
     }
     flush(segment, block);
+    wait_for_host(block);
     pending_.insert(pending_.end(), joins.begin(), joins.end());
     // Weight-gradient reductions once the block's gradients exist.
     for (uint32_t op_index : ops) {
@@ -308,6 +310,38 @@ class StageBuilder {
                       block_label(op_index, block, /*per_step=*/true), true, /*reduce=*/reduces_gradients(op));
       }
     }
+  }
+
+  // The compute stream idle while the host issues a layer's ops (host_issue.hpp): an instruction
+  // of no op after the layer's compute, as long as the analytic model's wait for that pass (a
+  // zero-bubble step half of the backward's).
+  void wait_for_host(const Block& block) {
+    if (block.scope != PP_SCOPE_LAYER) return;
+    double seconds = 0;
+    if (block.part == Part::kForward) {
+      seconds = host_wait(block.kind, PP_PHASE_FORWARD);
+    } else {
+      seconds = host_wait(block.kind, PP_PHASE_BACKWARD) + host_wait(block.kind, PP_PHASE_RECOMPUTE);
+      if (block.part != Part::kBackward) seconds *= 0.5;
+    }
+    if (seconds <= 0) return;
+    Instruction idle;
+    idle.kind = Work::kCompute;
+    idle.host_wait = true;
+    idle.seconds = seconds;
+    idle.step = block.step;
+    idle.label = intern(std::string("host wait ") + part_word(block.part) + " " + block_name(block));
+    on_path(idle);
+  }
+  double host_wait(uint32_t kind, pp_phase phase) {
+    auto [found, inserted] = host_waits_.try_emplace(uint64_t{kind} << 8 | static_cast<uint32_t>(phase), 0.0);
+    if (inserted) {
+      const auto on_stream = [&](size_t op) {
+        return paraplan::issue::holds_compute_stream(c_.plan.ops()[op]) ? c_.ops.seconds[op] : 0.0;
+      };
+      found->second = paraplan::issue::idle_s(paraplan::issue::layer_pass(c_.plan, c_.profile, kind, phase, on_stream));
+    }
+    return found->second;
   }
 
   // Consecutive compute ops merged into one instruction.
@@ -520,6 +554,7 @@ class StageBuilder {
   std::unordered_map<std::string, int32_t> label_index_;
   std::unordered_map<uint64_t, int32_t> transfer_labels_, compute_labels_;  // see block_label(), flush()
   std::unordered_map<uint64_t, std::vector<uint32_t>> block_ops_;  // see block_ops(), block_key()
+  std::unordered_map<uint64_t, double> host_waits_;  // see host_wait()
 };
 
 }  // namespace

@@ -88,6 +88,7 @@ struct Instruction {
   bool on_path = false;
   bool step_end = false;    // the marker that closes a schedule step
   bool delivers = false;    // kSend: the message's last send; the message has arrived when it finishes
+  bool host_wait = false;   // kCompute of no op: the compute stream idle, the host issuing (host_issue.hpp)
 };
 
 struct StageProgram {

@@ -140,6 +140,7 @@ class Analytic : public paraplan::Executor {
     results.number("time.step_s", step_s);
     results.number("time.compute_s", micro_batches * (pace.forward.compute_s + pace.backward.compute_s));
     results.number("time.bubble_s", bubble_s);
+    results.number("time.host_wait_s", micro_batches * (pace.forward.host_wait_s + pace.backward.host_wait_s));
     for (const auto& [owner, seconds] : pace.forward.exposed_by_owner()) exposed[owner] += micro_batches * seconds;
     for (const auto& [owner, seconds] : pace.backward.exposed_by_owner()) exposed[owner] += micro_batches * seconds;
     for (const auto& [owner, seconds] : tail.step_backward.exposed_by_owner()) exposed[owner] += seconds;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "paraplan/cost_model.hpp"
+#include "paraplan/host_issue.hpp"
 #include "stage_cost.h"
 
 namespace analytic {
@@ -84,6 +85,34 @@ Sums combine(const SlotSums& sums, const StageShape& shape, Bucket bucket) {
   return total;
 }
 
+// One layer kind's pass in one phase as the host issues it (host_issue.hpp), with the entries
+// whose GPU time depends on the layout.
+struct IssuedPass {
+  size_t slot;
+  Bucket bucket;
+  std::vector<paraplan::issue::IssuedOp> ops;
+  std::vector<size_t> communicating;  // positions in ops
+};
+
+std::vector<IssuedPass> issued_passes(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware) {
+  std::vector<IssuedPass> passes;
+  if (paraplan::issue::host_op_overhead_s(*hardware.profile) <= 0) return passes;
+  const uint32_t kinds = plan.raw().layer_kind_count;
+  for (uint32_t kind = kinds == 0 ? PP_EVERY_LAYER_KIND : 0; kinds == 0 || kind < kinds; ++kind) {
+    const size_t slot = kinds == 0 ? size_t{kEveryLayer} : size_t{kFirstKind} + kind;
+    for (pp_phase phase : {PP_PHASE_FORWARD, PP_PHASE_BACKWARD, PP_PHASE_RECOMPUTE}) {
+      IssuedPass pass{slot, phase == PP_PHASE_FORWARD ? kForward : kBackward,
+                      paraplan::issue::layer_pass(plan, hardware, kind, phase), {}};
+      if (pass.ops.empty()) continue;
+      for (size_t i = 0; i < pass.ops.size(); ++i)
+        if (pass.ops[i].communicates) pass.communicating.push_back(i);
+      passes.push_back(std::move(pass));
+    }
+    if (kinds == 0) break;
+  }
+  return passes;
+}
+
 double memory_per_gpu(const paraplan::PlanView& plan, double overhead_bytes) {
   const size_t slots = kFirstKind + plan.raw().layer_kind_count;
   std::vector<double> state(slots), activations(slots);
@@ -128,6 +157,7 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
     }
     add(fixed, slot_of(op.scope, plan.op_layer_kind(i)), op, op.repeat * paraplan::cost::op_time(plan, hardware, op));
   }
+  std::vector<IssuedPass> passes = issued_passes(plan, hardware);
   std::vector<StageShape> shapes;
   for (size_t stage = 0; stage < plan.stages().size(); ++stage) {
     StageShape shape = shape_of(plan, stage);
@@ -147,6 +177,12 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
     for (uint32_t i : communication) {
       const pp_op& op = plan.ops()[i];
       add(sums, slot_of(op.scope, plan.op_layer_kind(i)), op, op.repeat * paraplan::cost::op_time(plan, hardware, op, layout_strides));
+    }
+    // The GPU idles while the host issues its work: as compute, overlapped communication runs on.
+    for (IssuedPass& pass : passes) {
+      for (size_t at : pass.communicating)
+        pass.ops[at].gpu_s = paraplan::issue::gpu_time(plan, hardware, plan.ops()[pass.ops[at].index], layout_strides);
+      sums[pass.slot][pass.bucket].compute += paraplan::issue::idle_s(pass.ops);
     }
     double pace = 0, tail = 0;
     for (const StageShape& shape : shapes) {

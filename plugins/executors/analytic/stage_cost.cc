@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "paraplan/cost_model.hpp"
+#include "paraplan/host_issue.hpp"
 
 namespace analytic {
 namespace {
@@ -42,13 +43,14 @@ double PhaseCost::critical_total() const { return sum(critical_comm_s); }
 double PhaseCost::overlappable_total() const { return sum(overlappable_comm_s); }
 
 double PhaseCost::elapsed_s() const {
-  return compute_s + critical_total() + std::max(0.0, overlappable_total() - compute_s);
+  const double busy = compute_s + host_wait_s;
+  return busy + critical_total() + std::max(0.0, overlappable_total() - busy);
 }
 
 OwnerSeconds PhaseCost::exposed_by_owner() const {
   OwnerSeconds exposed = critical_comm_s;
   double overlappable = overlappable_total();
-  double unhidden = std::max(0.0, overlappable - compute_s);
+  double unhidden = std::max(0.0, overlappable - compute_s - host_wait_s);
   for (const auto& [owner, seconds] : overlappable_comm_s)
     exposed[owner] += overlappable > 0 ? unhidden * seconds / overlappable : 0.0;
   return exposed;
@@ -99,8 +101,18 @@ StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v
       case PP_MEMORY_OTHER: cost.other_bytes += bytes; break;
     }
   }
+  const uint32_t kinds = plan.raw().layer_kind_count;
+  for (uint32_t kind = kinds == 0 ? PP_EVERY_LAYER_KIND : 0; kinds == 0 || kind < kinds; ++kind) {
+    const double layers = plan.multiplicity(PP_SCOPE_LAYER, kind, stage);
+    if (layers > 0) {
+      cost.forward.host_wait_s += layers * paraplan::issue::host_wait_s(plan, hardware, kind, PP_PHASE_FORWARD);
+      for (pp_phase phase : {PP_PHASE_BACKWARD, PP_PHASE_RECOMPUTE})
+        cost.backward.host_wait_s += layers * paraplan::issue::host_wait_s(plan, hardware, kind, phase);
+    }
+    if (kinds == 0) break;
+  }
   // Per-step gradient communication hides behind the last micro-batch's backward compute.
-  cost.step_backward.compute_s = cost.backward.compute_s;
+  cost.step_backward.compute_s = cost.backward.compute_s + cost.backward.host_wait_s;
   return cost;
 }
 

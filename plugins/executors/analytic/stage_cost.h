@@ -20,12 +20,14 @@ using OwnerSeconds = std::map<std::string, double, std::less<>>;
 
 struct PhaseCost {
   double compute_s = 0;
+  double host_wait_s = 0;           // the GPU idle, waiting for the host to issue (host_issue.hpp)
   OwnerSeconds critical_comm_s;     // by owner strategy
   OwnerSeconds overlappable_comm_s; // by owner strategy
 
   double critical_total() const;
   double overlappable_total() const;
-  // compute + critical + the part of overlappable communication compute cannot hide.
+  // compute + host wait + critical + the part of overlappable communication the compute stream's
+  // time (its work and its waits) cannot hide.
   double elapsed_s() const;
   // How much of each owner's communication is exposed, sharing the unhidden part pro rata.
   OwnerSeconds exposed_by_owner() const;
@@ -47,7 +49,7 @@ struct StageCost {
   double tail_s() const { return step_backward.elapsed_s() - step_backward.compute_s + step_tail.elapsed_s(); }
 };
 
-// Stage `stage`'s costs: each op and item as often as the stage holds its scope and layer kind
+// Stage `stage`'s costs (the host's issue time included: the GPU's wait per layer pass): each op and item as often as the stage holds its scope and layer kind
 // (paraplan::PlanView::multiplicity).
 StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware, size_t stage);
 

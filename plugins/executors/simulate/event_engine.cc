@@ -224,6 +224,8 @@ class EventEngine::State {
     if (instruction.owner >= 0) {
       record.exposed_comm_s[static_cast<size_t>(instruction.owner)] += seconds;
       if (instruction.step >= 0) record.exposed_comm_in_steps_s += seconds;
+    } else if (instruction.host_wait) {
+      record.host_wait_s += seconds;
     } else if (instruction.kind == Work::kCompute) {
       (instruction.step >= 0 ? record.compute_s : record.tail_compute_s) += seconds;
     }

@@ -49,10 +49,11 @@ struct RankRecord {
   // (steps and tail); the rest of the step it waited for other ranks.
   double compute_s = 0;
   double tail_compute_s = 0;              // after the steps: the optimizer update
+  double host_wait_s = 0;                 // in the steps: the compute stream waiting for the host
   std::vector<double> exposed_comm_s;     // per ProgramSet::owners
   double exposed_comm_in_steps_s = 0;
   double pipeline_end_s = 0;              // when its last schedule step ended
-  double work_s() const { return compute_s + exposed_comm_in_steps_s; }
+  double work_s() const { return compute_s + host_wait_s + exposed_comm_in_steps_s; }
   double activation_bytes = 0, peak_activation_bytes = 0;
   std::vector<std::pair<double, double>> memory;  // (time, bytes in use) after each change, with record_timeline
 };

@@ -28,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "paraplan/host_issue.hpp"
 #include "paraplan/sdk.hpp"
 
 namespace {
@@ -85,6 +86,10 @@ class DeepSpeed : public paraplan::Exporter {
                               ": ds_config has no low-precision GEMM switch (they come from Transformer Engine "
                               "layers in the model); exported as bf16");
     }
+
+    if (paraplan::issue::cuda_graph_modules(training) != 0)
+      unexpressed.push_back("cuda_graph_modules: ds_config captures no CUDA graphs of Megatron-LM's modules; the job "
+                            "issues the ops the plan replays from graphs eagerly (slower where the host bounds it)");
 
     // ZeRO
     const auto* fsdp = context.strategy(PP_STRATEGY_FSDP);

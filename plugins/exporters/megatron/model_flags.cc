@@ -14,6 +14,9 @@
 //   recompute    selective: --recompute-granularity selective (core attention, Korthikanti et
 //                al.); full: --recompute-granularity full --recompute-method uniform
 //                --recompute-num-layers 1 (every layer's input kept, the layer recomputed)
+//   CUDA graphs  cuda_graph_modules: --cuda-graph-impl full_iteration, or --cuda-graph-impl
+//                transformer_engine --cuda-graph-modules <the modules> (TransformerConfig's
+//                cuda_graph_impl and cuda_graph_modules)
 //   MoE shape    --num-experts, --moe-router-topk, --moe-ffn-hidden-size,
 //                --moe-shared-expert-intermediate-size (shared experts x their width)
 //   training     --train-iters (the exporter's parameter), --optimizer, --lr, --log-interval,
@@ -27,6 +30,7 @@
 #include <cstdio>
 #include <string>
 
+#include "paraplan/host_issue.hpp"
 #include "translation.h"
 
 namespace paraplan_megatron {
@@ -108,6 +112,17 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
     out.recompute.add("--recompute-granularity", "full");
     out.recompute.add("--recompute-method", "uniform");
     out.recompute.add("--recompute-num-layers", 1);
+  }
+
+  const uint32_t graphs = paraplan::issue::cuda_graph_modules(training);
+  if (graphs & PP_CUDA_GRAPH_FULL_ITERATION) {
+    out.training.add("--cuda-graph-impl", "full_iteration");
+  } else if (graphs != 0) {
+    std::string modules;
+    for (const auto& [name, bit] : paraplan::issue::kCudaGraphModuleNames)
+      if (graphs & bit) modules += (modules.empty() ? "" : " ") + std::string(name);
+    out.training.add("--cuda-graph-impl", "transformer_engine");
+    out.training.add("--cuda-graph-modules", modules);  // nargs='+': one word per module
   }
 
   if (model.moe_experts > 0) {

@@ -34,6 +34,7 @@
 
 #include <toml++/toml.h>
 
+#include "paraplan/host_issue.hpp"
 #include "paraplan/sdk.hpp"
 
 namespace {
@@ -318,6 +319,9 @@ class Torchtitan : public paraplan::Exporter {
         checkpointing.set("mode", std::string("none"));
         break;
     }
+    if (paraplan::issue::cuda_graph_modules(training) != 0)
+      unexpressed.push_back("cuda_graph_modules: torchtitan has no CUDA graphs of Megatron-LM's modules; the job "
+                            "issues the ops the plan replays from graphs eagerly (slower where the host bounds it)");
     if (training.optimizer == PP_OPTIMIZER_SGD)
       unexpressed.push_back("optimizer sgd: torchtitan builds Adam or AdamW only; exported with its default AdamW");
 

@@ -71,6 +71,7 @@
 #include <string_view>
 #include <vector>
 
+#include "paraplan/host_issue.hpp"
 #include "paraplan/sdk.hpp"
 
 namespace {
@@ -162,6 +163,10 @@ class ExpertParallel : public paraplan::Strategy {
                                       " (each rank holds the same number of experts)");
     // Megatron-Core's TransformerConfig: the merged forward and backward of two micro-batches
     // cannot be recomputed layer by layer.
+    if ((paraplan::issue::cuda_graph_modules(context.training) & PP_CUDA_GRAPH_MOE) && !drop_and_pad())
+      throw paraplan::ConstraintError("cuda_graph_modules \"moe\" captures the whole MoE block, which needs drop-and-pad "
+                                      "routing (capacity_factor > 0 with pad_to_capacity; Megatron-Core refuses it "
+                                      "otherwise): capture moe_router and moe_preprocess instead");
     if (overlap_ && context.training.recompute == PP_RECOMPUTE_FULL)
       throw paraplan::ConstraintError("overlap = true (one micro-batch's all-to-alls behind another's compute) cannot "
                                       "run with recompute = \"full\" (Megatron-Core refuses it): recompute "
@@ -214,6 +219,7 @@ class ExpertParallel : public paraplan::Strategy {
       const double routed_fraction = experts / (experts + shared);  // of the expert parameters
       const double tokens = tokens_per_rank(plan.view(), kind, top_k);
       divide_work(plan, kind, load, routed_fraction, static_cast<double>(e), etp == 1 ? static_cast<double>(t) : 1.0);
+      if (drop_and_pad()) remove_host_syncs(plan, kind);
       if (e > 1) {
         const double sent = flex_ ? distinct_ranks(layer.experts, layer.top_k, e) : top_k;  // copies a token sends
         add_token_exchange(plan, kind, ep_axis, context, tokens / split, sent, load);
@@ -231,6 +237,15 @@ class ExpertParallel : public paraplan::Strategy {
   }
 
  private:
+  // Capacity buffers of a fixed size: the dispatch is sized without the token counts, so the
+  // host does not wait for them (token_dispatcher.py: drop_and_pad returns before any sync point).
+  bool drop_and_pad() const { return capacity_factor_ > 0 && pad_to_capacity_; }
+
+  static void remove_host_syncs(paraplan::PlanEditor& plan, uint32_t kind) {
+    const std::vector<uint32_t> syncs = plan.view().ops_named_in(PP_OP_HOST_SYNC, kind);
+    for (auto at = syncs.rbegin(); at != syncs.rend(); ++at) plan.remove_op(*at);
+  }
+
   // The busiest rank's routed tokens over the mean (see the header comment).
   double load_factor(int64_t e) const {
     const double demand = 1.0 + (e > 1 ? imbalance_ : 0.0);

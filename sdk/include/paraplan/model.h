@@ -133,6 +133,19 @@ typedef enum pp_recompute_module {
   PP_RECOMPUTE_MLP = 32         /* the whole dense MLP */
 } pp_recompute_module;
 
+/* ABI 1.6: the parts of a layer captured in CUDA graphs, whose ops the host replays instead of
+ * issuing one by one (Megatron-LM's --cuda-graph-modules, with --cuda-graph-impl
+ * transformer_engine or local; FULL_ITERATION is --cuda-graph-impl full_iteration, alone). */
+typedef enum pp_cuda_graph_module {
+  PP_CUDA_GRAPH_ATTN = 1,           /* the attention (or MLA) block: norm, projections, core, residual */
+  PP_CUDA_GRAPH_MLP = 2,            /* the dense MLP block */
+  PP_CUDA_GRAPH_MOE = 4,            /* the whole MoE block (drop-and-pad routing only) */
+  PP_CUDA_GRAPH_MOE_ROUTER = 8,     /* the MoE block's norm and router */
+  PP_CUDA_GRAPH_MOE_PREPROCESS = 16, /* the dispatcher's token counting (with MOE_ROUTER) */
+  PP_CUDA_GRAPH_MAMBA = 32,         /* the Mamba mixer */
+  PP_CUDA_GRAPH_FULL_ITERATION = 64 /* forward and backward of every micro-batch */
+} pp_cuda_graph_module;
+
 typedef enum pp_optimizer { PP_OPTIMIZER_ADAM = 1, PP_OPTIMIZER_SGD = 2 } pp_optimizer;
 
 typedef struct pp_training {
@@ -143,6 +156,7 @@ typedef struct pp_training {
   pp_recompute recompute;
   pp_optimizer optimizer;
   uint32_t recompute_modules; /* ABI 1.6: pp_recompute_module bits (selective only; 0 = core_attn) */
+  uint32_t cuda_graph_modules; /* ABI 1.6: pp_cuda_graph_module bits; 0 = every op issued eagerly */
 } pp_training;
 
 typedef struct pp_cluster {

@@ -26,7 +26,8 @@
  *   1.6  the layer stack: pp_layer_kind (model.h); pp_model += layer_kinds ... norm_epsilon;
  *        pp_plan_view_v1 += op_layer_kinds ... layer_count_entries; pp_plan_api_v1 +=
  *        insert_layer_op, add_layer_memory, set_layer_counts (structs the host hands plugins);
- *        pp_dtype += MXFP8, NVFP4; pp_hardware_profile += peak_flops_mxfp8, peak_flops_nvfp4
+ *        pp_dtype += MXFP8, NVFP4; pp_hardware_profile += peak_flops_mxfp8, peak_flops_nvfp4,
+ *        host_op_overhead_s; pp_training += recompute_modules, cuda_graph_modules
  */
 #ifndef PARAPLAN_ABI_HISTORY_H
 #define PARAPLAN_ABI_HISTORY_H

@@ -52,6 +52,10 @@ typedef struct pp_hardware_profile {
    * gemm_efficiency_max_fp8. */
   double peak_flops_mxfp8;
   double peak_flops_nvfp4;
+  /* ABI 1.6: host seconds to issue one op of the plan eagerly (a framework module call: Python,
+   * autograd, its kernels' launches); the GPU waits when the host falls behind (host_issue.hpp).
+   * 0 (and every profile of a plugin older than 1.6) = issuing is free. */
+  double host_op_overhead_s;
 } pp_hardware_profile;
 
 typedef struct pp_hardware_v1 {

@@ -56,6 +56,11 @@
 #define PP_OP_SHARED_EXPERT_UP "shared_expert_up"
 #define PP_OP_SHARED_EXPERT_ACT "shared_expert_act"
 #define PP_OP_SHARED_EXPERT_DOWN "shared_expert_down"
+/* The host waits for the GPU here: a dropless MoE layer's token counts are copied to the host
+ * before its dispatch can be sized (Megatron-Core token_dispatcher.py, cuda_sync_point). A
+ * memory op of no bytes, in the forward (and recompute) pass only; ep removes it where routing
+ * is drop-and-pad, whose sizes are known in advance. See host_issue.hpp. */
+#define PP_OP_HOST_SYNC "host_sync"
 /* ABI 1.6: multi-head latent attention (the down projections are replicated over tp, the up
  * projections column-parallel like qkv), a Mamba-2 mixer (in_proj column-, out_proj row-parallel;
  * attn_norm and attn_residual are any token mixer's norm and residual add), and a
