@@ -94,15 +94,20 @@ struct IssuedPass {
   std::vector<size_t> communicating;  // positions in ops
 };
 
-std::vector<IssuedPass> issued_passes(const paraplan::PlanView& plan, const pp_hardware_binding_v1& hardware) {
+// `seconds`: each op's price, all instances (communication at the plan's own layout).
+std::vector<IssuedPass> issued_passes(const paraplan::PlanView& plan, const pp_hardware_profile& profile,
+                                      const std::vector<double>& seconds) {
   std::vector<IssuedPass> passes;
-  if (paraplan::issue::host_op_overhead_s(*hardware.profile) <= 0) return passes;
+  if (paraplan::issue::host_op_overhead_s(profile) <= 0) return passes;
+  const auto on_stream = [&](size_t op) {
+    return paraplan::issue::holds_compute_stream(plan.ops()[op]) ? seconds[op] : 0.0;
+  };
   const uint32_t kinds = plan.raw().layer_kind_count;
   for (uint32_t kind = kinds == 0 ? PP_EVERY_LAYER_KIND : 0; kinds == 0 || kind < kinds; ++kind) {
     const size_t slot = kinds == 0 ? size_t{kEveryLayer} : size_t{kFirstKind} + kind;
     for (pp_phase phase : {PP_PHASE_FORWARD, PP_PHASE_BACKWARD, PP_PHASE_RECOMPUTE}) {
       IssuedPass pass{slot, phase == PP_PHASE_FORWARD ? kForward : kBackward,
-                      paraplan::issue::layer_pass(plan, hardware, kind, phase), {}};
+                      paraplan::issue::layer_pass(plan, profile, kind, phase, on_stream), {}};
       if (pass.ops.empty()) continue;
       for (size_t i = 0; i < pass.ops.size(); ++i)
         if (pass.ops[i].communicates) pass.communicating.push_back(i);
@@ -149,15 +154,17 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
   // Everything but communication, once.
   SlotSums fixed(kFirstKind + plan.raw().layer_kind_count);
   std::vector<uint32_t> communication;
+  std::vector<double> seconds(plan.ops().size(), 0.0);  // communication's is priced per layout
   for (uint32_t i = 0; i < plan.ops().size(); ++i) {
     const pp_op& op = plan.ops()[i];
     if (communicates(op) && op.kind != PP_OP_HOST_TRANSFER) {
       communication.push_back(i);
       continue;
     }
-    add(fixed, slot_of(op.scope, plan.op_layer_kind(i)), op, op.repeat * paraplan::cost::op_time(plan, hardware, op));
+    seconds[i] = op.repeat * paraplan::cost::op_time(plan, hardware, op);
+    add(fixed, slot_of(op.scope, plan.op_layer_kind(i)), op, seconds[i]);
   }
-  std::vector<IssuedPass> passes = issued_passes(plan, hardware);
+  std::vector<IssuedPass> passes = issued_passes(plan, profile, seconds);
   std::vector<StageShape> shapes;
   for (size_t stage = 0; stage < plan.stages().size(); ++stage) {
     StageShape shape = shape_of(plan, stage);
@@ -176,12 +183,15 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
     const int64_t* layout_strides = strides.data() + size_t{layout} * axis_count;
     for (uint32_t i : communication) {
       const pp_op& op = plan.ops()[i];
-      add(sums, slot_of(op.scope, plan.op_layer_kind(i)), op, op.repeat * paraplan::cost::op_time(plan, hardware, op, layout_strides));
+      seconds[i] = op.repeat * paraplan::cost::op_time(plan, hardware, op, layout_strides);
+      add(sums, slot_of(op.scope, plan.op_layer_kind(i)), op, seconds[i]);
     }
     // The GPU idles while the host issues its work: as compute, overlapped communication runs on.
     for (IssuedPass& pass : passes) {
-      for (size_t at : pass.communicating)
-        pass.ops[at].gpu_s = paraplan::issue::gpu_time(plan, hardware, plan.ops()[pass.ops[at].index], layout_strides);
+      for (size_t at : pass.communicating) {
+        const uint32_t index = pass.ops[at].index;
+        pass.ops[at].gpu_s = paraplan::issue::holds_compute_stream(plan.ops()[index]) ? seconds[index] : 0.0;
+      }
       sums[pass.slot][pass.bucket].compute += paraplan::issue::idle_s(pass.ops);
     }
     double pace = 0, tail = 0;
