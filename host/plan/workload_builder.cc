@@ -5,6 +5,7 @@
 
 #include "host/model/parameter_count.h"
 #include "paraplan/cost_model.hpp"
+#include "paraplan/moe_kernels.hpp"
 #include "paraplan/sdk.hpp"
 
 namespace paraplan::host {
@@ -362,7 +363,8 @@ class LayerBuilder {
   //   fc1 holds SwiGLU's gate and up halves in one GEMM (n = 2f), as linear_fc1 does;
   //   unpermute: each token's k outputs read, weighted by their scores and summed into its row;
   //   the shared experts: a dense MLP of width shared_ffn_hidden on every token, beside them.
-  // Backward moves twice each memory-bound pass's bytes, as every such op here.
+  // Backward moves twice each memory-bound pass's bytes, as every such op here; the routed path's
+  // passes carry kUnfusedMoePasses times their minimal bytes (paraplan/moe_kernels.hpp).
   void moe(bool swiglu, double pre_activation, double hidden_bytes) {
     constexpr uint32_t kMoe = PP_RECOMPUTE_MOE;
     const double tok = t_.tokens, h = t_.hidden, up_outputs = swiglu ? 2.0 : 1.0;
@@ -370,17 +372,18 @@ class LayerBuilder {
     const double top_k = static_cast<double>(kind_.top_k), copies = tok * top_k;
     const double activation_passes = swiglu ? 3.0 : 2.0;  // read gate and up (or the input), write the product
     emit_.gemm(PP_OP_ROUTER, tok, experts, h, kMoe);
-    emit_.memory_bound(PP_OP_ROUTER_TOPK, (4.0 + 4.0) * tok * experts + (4.0 + 8.0) * copies, -1.0, kMoe);
-    emit_.memory_bound(PP_OP_MOE_PERMUTE, 2.0 * kActivationBytes * copies * h, -1.0, kMoe);
+    constexpr double kPasses = moe::kUnfusedMoePasses;  // the routed path's kernels (moe_kernels.hpp)
+    emit_.memory_bound(PP_OP_ROUTER_TOPK, kPasses * ((4.0 + 4.0) * tok * experts + (4.0 + 8.0) * copies), -1.0, kMoe);
+    emit_.memory_bound(PP_OP_MOE_PERMUTE, kPasses * 2.0 * kActivationBytes * copies * h, -1.0, kMoe);
     // Dropless routing sizes the dispatch from token counts the host must read first
     // (token_dispatcher.py, cuda_sync_point "before_ep_alltoall"); ep removes the wait for
     // drop-and-pad routing, whose sizes are fixed.
     emit_.host_sync(kMoe);
     emit_.gemm(PP_OP_EXPERT_UP, copies / experts, up_outputs * ffn, h, kMoe, experts);
-    emit_.memory_bound(PP_OP_EXPERT_ACT, activation_passes * kActivationBytes * copies * ffn, -1.0,
+    emit_.memory_bound(PP_OP_EXPERT_ACT, kPasses * activation_passes * kActivationBytes * copies * ffn, -1.0,
                        kMoe | PP_RECOMPUTE_MOE_ACT);
     emit_.gemm(PP_OP_EXPERT_DOWN, copies / experts, h, ffn, kMoe, experts);
-    emit_.memory_bound(PP_OP_MOE_UNPERMUTE, kActivationBytes * (copies + tok) * h + 4.0 * copies, -1.0, kMoe);
+    emit_.memory_bound(PP_OP_MOE_UNPERMUTE, kPasses * (kActivationBytes * (copies + tok) * h + 4.0 * copies), -1.0, kMoe);
     const double shared = static_cast<double>(kind_.shared_ffn_hidden);
     if (shared > 0) {
       emit_.gemm(PP_OP_SHARED_EXPERT_UP, tok, up_outputs * shared, h, kMoe);
@@ -463,7 +466,9 @@ class LayerBuilder {
     if (kind_.mlp == PP_MLP_MOE) {
       const double ffn = static_cast<double>(kind_.expert_ffn_hidden);
       const double copies = tok * static_cast<double>(kind_.top_k);
-      emit_.memory_bound(PP_OP_FP8_CAST_EXPERT, cast_bytes * copies * (h + ffn), cast_bytes * copies * (up_outputs * ffn + h));
+      constexpr double kPasses = moe::kUnfusedMoePasses;  // padded per expert, rowwise and columnwise
+      emit_.memory_bound(PP_OP_FP8_CAST_EXPERT, kPasses * cast_bytes * copies * (h + ffn),
+                         kPasses * cast_bytes * copies * (up_outputs * ffn + h));
     }
   }
 

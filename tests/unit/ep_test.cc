@@ -3,10 +3,15 @@
 // 8 experts, top-2, GQA with 8 KV heads, vocabulary 32000) at a 4K sequence.
 #include <cmath>
 
+#include "paraplan/moe_kernels.hpp"
 #include "test_support.h"
 
 namespace paraplan::host {
 namespace {
+
+// The routed path's memory-bound kernels carry this many times their minimal bytes
+// (paraplan/moe_kernels.hpp): each figure below is the minimal traffic by hand, times it.
+constexpr double kPasses = moe::kUnfusedMoePasses;
 
 using test::expect_error;
 
@@ -144,10 +149,11 @@ TEST(ExpertParallel, ImbalanceSlowsTheStepByTheExpertShare) {
   // 989.4 TFLOP/s x 0.64 (a GEMM's fixed overhead does not grow with m, so it cancels in the
   // difference), the SwiGLU activation memory-bound at 3.35 TB/s x 0.85. Per layer and
   // micro-batch, m = 4096 x 2 routed tokens: 3 GEMMs of 2·m·f·h forward, twice that backward;
-  // the activation reads and writes 3 x 2 x m x f bytes forward, twice that backward.
+  // the activation reads and writes 3 x 2 x m x f bytes forward (times the routed path's passes),
+  // twice that backward.
   const double m = kSeq * kTopK, steps = kLayers * 4;
   const double gemm_s = 3 * (3 * 2 * m * kExpertFfn * kHidden) / (989.4e12 * 0.64);
-  const double activation_s = 3 * (3 * 2 * m * kExpertFfn) / (3350e9 * 0.85);
+  const double activation_s = kPasses * 3 * (3 * 2 * m * kExpertFfn) / (3350e9 * 0.85);
   const double expert_compute_s = steps * (gemm_s + activation_s);
   EXPECT_NEAR(skewed.number("time.compute_s") - even.number("time.compute_s"), 0.2 * expert_compute_s,
               1e-6 * expert_compute_s);
@@ -209,12 +215,13 @@ TEST(ExpertParallel, TheMoELayerOpByOp) {
   EXPECT_EQ(find_op(one, "router", PP_PHASE_FORWARD).n, kExperts);
   // Scores: fp32 logits read and probabilities written per token and expert, the k chosen scores
   // (fp32) and their indices (int64) written per copy.
-  EXPECT_EQ(find_op(one, "router_topk", PP_PHASE_FORWARD).bytes, kSeq * kExperts * 8 + copies * 12);
+  EXPECT_DOUBLE_EQ(find_op(one, "router_topk", PP_PHASE_FORWARD).bytes, kPasses * (kSeq * kExperts * 8 + copies * 12));
   // Permute gathers each copy's bf16 row (read and write); unpermute reads the k outputs and the
   // scores and writes each token's row.
-  EXPECT_EQ(find_op(one, "moe_permute", PP_PHASE_FORWARD).bytes, 2 * 2 * copies * kHidden);
-  EXPECT_EQ(find_op(one, "moe_unpermute", PP_PHASE_FORWARD).bytes, 2 * (copies + kSeq) * kHidden + 4 * copies);
-  EXPECT_EQ(find_op(one, "moe_permute", PP_PHASE_BACKWARD).bytes, 2 * 2 * 2 * copies * kHidden);
+  EXPECT_DOUBLE_EQ(find_op(one, "moe_permute", PP_PHASE_FORWARD).bytes, kPasses * 2 * 2 * copies * kHidden);
+  EXPECT_DOUBLE_EQ(find_op(one, "moe_unpermute", PP_PHASE_FORWARD).bytes,
+                   kPasses * (2 * (copies + kSeq) * kHidden + 4 * copies));
+  EXPECT_DOUBLE_EQ(find_op(one, "moe_permute", PP_PHASE_BACKWARD).bytes, kPasses * 2 * 2 * 2 * copies * kHidden);
   // A grouped GEMM: one GEMM per expert of 8192 / 8 = 1024 copies, fc1 holding gate and up.
   const pp_op& up = find_op(one, "expert_up", PP_PHASE_FORWARD);
   EXPECT_EQ(up.m, 1024);
@@ -239,7 +246,7 @@ TEST(ExpertParallel, TheMoELayerOpByOp) {
   EXPECT_EQ(local.m, 1024 * 8);
   EXPECT_EQ(local.count, 1);
   // With one local expert the all-to-all's chunks arrive in expert order: no sort pass.
-  EXPECT_EQ(find_op(eight, "moe_permute", PP_PHASE_FORWARD).bytes, 2 * 2 * copies * kHidden);
+  EXPECT_DOUBLE_EQ(find_op(eight, "moe_permute", PP_PHASE_FORWARD).bytes, kPasses * 2 * 2 * copies * kHidden);
 }
 
 // With several local experts, Megatron's all-to-all dispatcher sorts the received chunks by expert
@@ -248,14 +255,15 @@ TEST(ExpertParallel, TheMoELayerOpByOp) {
 TEST(ExpertParallel, SeveralLocalExpertsSortTheirChunks) {
   test::Evaluated four = test::evaluate_recipe(mixtral_recipe(4, "degree = 4\n", 4));
   const double copies = kSeq * kTopK, received = copies;  // balanced: a rank receives what it sends
-  EXPECT_EQ(find_op(four, "moe_permute", PP_PHASE_FORWARD).bytes, 2 * 2 * copies * kHidden + 2 * 2 * received * kHidden);
-  EXPECT_EQ(find_op(four, "moe_unpermute", PP_PHASE_FORWARD).bytes,
-            2 * (copies + kSeq) * kHidden + 4 * copies + 2 * 2 * received * kHidden);
+  EXPECT_DOUBLE_EQ(find_op(four, "moe_permute", PP_PHASE_FORWARD).bytes,
+                   kPasses * (2 * 2 * copies * kHidden + 2 * 2 * received * kHidden));
+  EXPECT_DOUBLE_EQ(find_op(four, "moe_unpermute", PP_PHASE_FORWARD).bytes,
+                   kPasses * (2 * (copies + kSeq) * kHidden + 4 * copies + 2 * 2 * received * kHidden));
   EXPECT_EQ(find_op(four, "expert_up", PP_PHASE_FORWARD).count, 2);
   EXPECT_EQ(find_op(four, "expert_up", PP_PHASE_FORWARD).m, 1024 * 4);
   // The all-gather dispatcher gathers every token and masks: no sort.
   test::Evaluated gathered = test::evaluate_recipe(mixtral_recipe(4, "degree = 4\ndispatcher = \"allgather\"\n", 4));
-  EXPECT_EQ(find_op(gathered, "moe_permute", PP_PHASE_FORWARD).bytes, 2 * 2 * copies * kHidden);
+  EXPECT_DOUBLE_EQ(find_op(gathered, "moe_permute", PP_PHASE_FORWARD).bytes, kPasses * 2 * 2 * copies * kHidden);
 }
 
 // DeepEP and HybridEP (Megatron's flex dispatcher) send a token once to each rank holding any of
@@ -270,7 +278,7 @@ TEST(ExpertParallel, FlexDispatchSendsATokenOncePerRank) {
   EXPECT_DOUBLE_EQ(find_op(alltoall, "ep_dispatch", PP_PHASE_FORWARD).bytes, tokens * kTopK * row);
   EXPECT_NEAR(find_op(flex, "ep_dispatch", PP_PHASE_FORWARD).bytes, tokens * 4 * 13.0 / 28 * row, 1e-6);
   EXPECT_NEAR(find_op(flex, "ep_combine", PP_PHASE_BACKWARD).bytes, tokens * 4 * 13.0 / 28 * row, 1e-6);
-  EXPECT_EQ(find_op(flex, "moe_permute", PP_PHASE_FORWARD).bytes, 2 * 2 * tokens * kTopK * kHidden);
+  EXPECT_DOUBLE_EQ(find_op(flex, "moe_permute", PP_PHASE_FORWARD).bytes, kPasses * 2 * 2 * tokens * kTopK * kHidden);
   // One expert per rank (ep = 8): a token's 2 experts are on 2 different ranks, 8 x (1 - 7/8 x 6/7).
   test::Evaluated one_each = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\ndispatcher = \"flex\"\n", 8));
   EXPECT_NEAR(find_op(one_each, "ep_dispatch", PP_PHASE_FORWARD).bytes, tokens * 2 * row, 1e-6);
@@ -436,7 +444,7 @@ TEST(ExpertParallel, ExpertParallelismIsCarvedOutOfTensorContextAndDataParalleli
   // the whole expert (n = 2 x 14336, not split by tp); its weights are whole too.
   EXPECT_DOUBLE_EQ(find_op(whole, "ep_dispatch", PP_PHASE_FORWARD).bytes, 2048 * kTopK * kHidden * 2);
   EXPECT_EQ(find_op(whole, "router", PP_PHASE_FORWARD).m, 2048);  // it scores only its own tokens
-  EXPECT_EQ(find_op(whole, "router_aux_loss", PP_PHASE_FORWARD).bytes, 2048 * kExperts * 4 * 2);
+  EXPECT_DOUBLE_EQ(find_op(whole, "router_aux_loss", PP_PHASE_FORWARD).bytes, kPasses * 2048 * kExperts * 4 * 2);
   const pp_op& up = find_op(whole, "expert_up", PP_PHASE_FORWARD);
   EXPECT_EQ(up.m, 2048 * 2 / 8 * 8);
   EXPECT_EQ(up.n, 2 * kExpertFfn);
@@ -462,7 +470,7 @@ TEST(ExpertParallel, RouterAuxiliaryLossIsAMemoryPass) {
   test::Evaluated evaluated = test::evaluate_recipe(mixtral_recipe(8, "degree = 8\n"));
   const pp_op& forward = find_op(evaluated, "router_aux_loss", PP_PHASE_FORWARD);
   EXPECT_EQ(forward.kind, PP_OP_MEMORY);
-  EXPECT_EQ(forward.bytes, kSeq * kExperts * 4 * 2);
+  EXPECT_DOUBLE_EQ(forward.bytes, kPasses * kSeq * kExperts * 4 * 2);
   EXPECT_EQ(find_op(evaluated, "router_aux_loss", PP_PHASE_BACKWARD).bytes, 2 * forward.bytes);
 }
 

@@ -58,7 +58,8 @@
 // they are not counted (docs/cost-model.md, limitations).
 //
 // The router's auxiliary load-balancing loss (Switch, eq. 4) is a memory-bound pass over the
-// fp32 router probabilities: op "router_aux_loss", tokens x experts x 4 bytes read and written.
+// fp32 router probabilities: op "router_aux_loss", tokens x experts x 4 bytes read and written,
+// times the routed path's passes (paraplan/moe_kernels.hpp).
 //
 // Axes: "ep" (degree e) and "edp" (expert data parallelism: the region's ranks / e), children of
 // the region "cp*dp" (etp = tp) or "tp*cp*dp" (etp = 1), naming only the axes that exist ("dp"
@@ -72,6 +73,7 @@
 #include <vector>
 
 #include "paraplan/host_issue.hpp"
+#include "paraplan/moe_kernels.hpp"
 #include "paraplan/sdk.hpp"
 
 namespace {
@@ -418,9 +420,10 @@ class ExpertParallel : public paraplan::Strategy {
   // Megatron's all-to-all dispatcher receives one chunk per source rank and local expert and sorts
   // them by expert after the dispatch (sort_chunks_by_idxs), and back before the combine: one
   // more pass over the received copies each way, as the permutations are (2-byte rows read and
-  // written; backward twice). The all-gather dispatcher's masked gather needs none.
+  // written; backward twice; the routed path's passes, paraplan/moe_kernels.hpp). The all-gather
+  // dispatcher's masked gather needs none.
   static void sort_received_chunks(paraplan::PlanEditor& plan, uint32_t kind, double received_copies, int64_t hidden) {
-    const double bytes = 2.0 * kActivationBytes * received_copies * static_cast<double>(hidden);
+    const double bytes = paraplan::moe::kUnfusedMoePasses * 2.0 * kActivationBytes * received_copies * static_cast<double>(hidden);
     const std::vector<pp_op> ops(plan.view().ops().begin(), plan.view().ops().end());
     const std::vector<uint32_t> op_kinds(plan.view().raw().op_layer_kinds, plan.view().raw().op_layer_kinds + ops.size());
     for (uint32_t i = 0; i < ops.size(); ++i) {
@@ -452,7 +455,7 @@ class ExpertParallel : public paraplan::Strategy {
     uint32_t at = static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_ROUTER, /*last=*/true)) + 1;
     for (pp_phase phase : layer_phases(context.training)) {
       pp_op op = paraplan::make_op(PP_OP_MEMORY, phase, PP_SCOPE_LAYER, PP_OP_ROUTER_AUX_LOSS, kName);
-      op.bytes = 2.0 * probs_bytes * (phase == PP_PHASE_BACKWARD ? 2.0 : 1.0);
+      op.bytes = paraplan::moe::kUnfusedMoePasses * 2.0 * probs_bytes * (phase == PP_PHASE_BACKWARD ? 2.0 : 1.0);
       plan.insert_layer_op(at++, op, kind);
     }
   }

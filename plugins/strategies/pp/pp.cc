@@ -84,11 +84,16 @@ class PipelineParallel : public paraplan::Strategy {
   // DualPipe-V has ZB-H1's bubble with more activations held, but it is the one-chunk-per-pair
   // schedule ep's overlap can run on.
   // Layer counts pp does not divide are split the Llama 3 way (trim_ends); explicit end stage
-  // sizes stay as the recipe sets them.
+  // sizes stay as the recipe sets them. DualPipe-V's V puts the embedding and the head on the same
+  // rank, beside its first and last chunk: trimming both ends lightens that one rank twice and
+  // balances chunks, not the pairs a rank holds, so both ways are tried (DeepSeek-V3 trains untrimmed).
   static std::vector<paraplan::SearchCase> search_space() {
     return {paraplan::SearchCase::degrees(2)
-                .choose("schedule", {"1f1b", "zero-bubble", "dualpipe-v"})
+                .choose("schedule", {"1f1b", "zero-bubble"})
                 .choose("trim_ends", {"true"}),
+            paraplan::SearchCase::degrees(2)
+                .choose("schedule", {"dualpipe-v"})
+                .choose("trim_ends", {"true", "false"}),
             paraplan::SearchCase::degrees(2)
                 .choose("schedule", {"interleaved-1f1b"})
                 .choose("virtual_stages", {"2", "3", "4", "6"})
