@@ -5,6 +5,7 @@
 #include "host/core/checked_math.h"
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
+#include "host/plan/captured_sync_check.h"
 #include "host/plan/strategy_application.h"
 #include "host/plan/workload_builder.h"
 #include "host/recipe/source_location.h"
@@ -202,6 +203,7 @@ ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, in
         {strategy.name, *strategy.degree, strategy.instance->params().summary(), strategy.added_by_default,
          strategy.instance->params().texts()});
   }
+  check_captured_host_syncs(*composed.plan, recipe.file);
   composed.plan->lay_out_mesh(recipe.cluster.mesh_order);
   check_mesh_order(recipe, *composed.plan);
   return composed;

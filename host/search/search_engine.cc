@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "host/core/errors.h"
+#include "host/plan/captured_sync_check.h"
 #include "host/plan/execution.h"
 #include "host/plan/hardware_binding.h"
 #include "host/plan/workload_builder.h"
@@ -26,6 +27,8 @@ namespace {
 constexpr const char* kMemoryReason = "memory";
 constexpr const char* kBatchReason = "batch";
 constexpr const char* kMeshReason = "mesh";
+// A plan that waits for the host inside a captured CUDA graph (host/plan/captured_sync_check.h).
+constexpr const char* kCudaGraphReason = "cuda_graph";
 
 // One unit of work: the degrees of every slot, a micro-batch size and a recompute mode.
 struct WorkItem {
@@ -316,6 +319,12 @@ class Worker {
   }
 
   void leaf() {
+    try {
+      check_captured_host_syncs(plan_, recipe_.file);
+    } catch (const PlanError& failure) {
+      reject(kCudaGraphReason, failure.what(), 1);
+      return;
+    }
     const pp_plan_view_v1 view = plan_.view();
     pp_plan_figures memory{};
     run_executor(view, nullptr, 0, &memory);

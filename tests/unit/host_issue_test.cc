@@ -163,5 +163,22 @@ TEST(HostIssue, CudaGraphModulesFollowMegatronsRules) {
             0.0);
 }
 
+// Without expert parallelism every rank holds every expert and routes dropless, so its MoE layers
+// wait for their token counts: the whole block cannot be captured either, whichever strategies
+// the plan has (host/plan/captured_sync_check.h). Whole-iteration graphs run the sync-free path.
+TEST(HostIssue, NoPlanCapturesAHostWait) {
+  const std::string without_ep =
+      "[model]\nlayers = 4\nhidden = 1024\nheads = 8\nffn_hidden = 2816\nffn_type = \"swiglu\"\nvocab = 32000\n"
+      "seq_len = 2048\nmoe_experts = 8\nmoe_top_k = 2\nmoe_ffn_hidden = 512\n"
+      "[training]\nglobal_batch = 8\nmicro_batch = 1\ncuda_graph_modules = [\"moe\"]\n"
+      "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 8\n"
+      "[[strategy]]\nname = \"fsdp\"\ndegree = 8\nstage = 1\n";
+  test::expect_error<host::PlanError>([&] { test::evaluate_recipe(without_ep); },
+                                      {"recipe.toml", "training.cuda_graph_modules", "dropless", "moe_router"});
+  std::string whole = without_ep;
+  whole.replace(whole.find("[\"moe\"]"), 7, "[\"full_iteration\"]");
+  EXPECT_EQ(test::evaluate_recipe(whole).number("time.host_wait_s"), 0.0);
+}
+
 }  // namespace
 }  // namespace paraplan

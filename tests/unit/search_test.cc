@@ -419,6 +419,26 @@ TEST(Search, RejectionsOfAPinnedSpaceMatchAHandCount) {
   for (const RankedPlan& plan : result.top) EXPECT_EQ(plan.layouts, 2u);
 }
 
+// A plan that would wait for the host inside a captured MoE block is rejected by name: with
+// cuda_graph_modules = ["moe"], the plans without ep route dropless (host/plan/captured_sync_check.h),
+// while ep's default routing (capacity factor 1, padded) has nothing to wait for.
+TEST(Search, PlansThatWaitInsideACudaGraphAreRejected) {
+  auto recipe = search_recipe(
+      "[model]\nlayers = 4\nhidden = 1024\nheads = 8\nffn_hidden = 2816\nffn_type = \"swiglu\"\nvocab = 32000\n"
+      "seq_len = 2048\nmoe_experts = 8\nmoe_top_k = 2\nmoe_ffn_hidden = 512\n"
+      "[training]\nglobal_batch = 8\nmicro_batch = 1\nrecompute = \"none\"\ncuda_graph_modules = [\"moe\"]\n"
+      "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 8\n"
+      "[[strategy]]\nname = \"fsdp\"\nstage = 1\n");
+  const SearchResult result = search(*recipe, /*threads=*/1, /*top=*/1000);
+  EXPECT_GT(rejected(result, "cuda_graph"), 0u);
+  EXPECT_NE(result.rejected.at("cuda_graph").example.find("training.cuda_graph_modules"), std::string::npos);
+  ASSERT_FALSE(result.top.empty());
+  for (const RankedPlan& plan : result.top) {
+    const std::string text = describe_strategies(result.space, plan);
+    EXPECT_NE(text.find("ep="), std::string::npos) << text;
+  }
+}
+
 TEST(Search, UnlistedStrategiesAreTriedAndLeftOut) {
   // 8 GPUs, global batch 8, micro_batch 1. tp pinned to 2 and fsdp listed (stage 0), so hsdp is
   // not searched; ep, sp and pp are unlisted and tried by their search cases:
