@@ -372,21 +372,21 @@ uint32_t read_recompute_modules(TableReader& reader, const toml::table& table, c
                              search.recomputes.end();
   if (!selective)
     reader.fail(table.get("recompute_modules"), "recompute_modules", "needs recompute = \"selective\"");
-  const std::vector<std::pair<std::string, uint32_t>> known = {
-      {"core_attn", PP_RECOMPUTE_CORE_ATTN}, {"mla_up_proj", PP_RECOMPUTE_MLA_UP_PROJ},
-      {"layernorm", PP_RECOMPUTE_LAYERNORM}, {"moe_act", PP_RECOMPUTE_MOE_ACT},
-      {"moe", PP_RECOMPUTE_MOE},             {"mlp", PP_RECOMPUTE_MLP}};
+  const auto& known = paraplan::kRecomputeModuleNames;
   uint32_t modules = 0;
   for (const std::string& name : *names) {
-    auto found = std::find_if(known.begin(), known.end(), [&](const auto& entry) { return entry.first == name; });
-    if (found == known.end()) {
+    auto found = std::find_if(std::begin(known), std::end(known), [&](const auto& entry) { return entry.name == name; });
+    if (found == std::end(known)) {
       std::vector<std::string> options;
-      for (const auto& entry : known) options.push_back(entry.first);
+      std::string listed;
+      for (const auto& entry : known) {
+        options.emplace_back(entry.name);
+        listed += (listed.empty() ? "" : "|") + std::string(entry.name);
+      }
       reader.fail(table.get("recompute_modules"), "recompute_modules",
-                  "'" + name + "' is not one of core_attn|mla_up_proj|layernorm|moe_act|moe|mlp" +
-                      did_you_mean(name, options));
+                  "'" + name + "' is not one of " + listed + did_you_mean(name, options));
     }
-    modules |= found->second;
+    modules |= found->module;
   }
   if (modules == 0) reader.fail(table.get("recompute_modules"), "recompute_modules", "is empty");
   return modules;

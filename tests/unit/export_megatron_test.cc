@@ -28,7 +28,7 @@ const std::set<std::string> kMegatronFlags = {
     "--kv-channels", "--group-query-attention", "--num-query-groups", "--max-position-embeddings",
     "--position-embedding-type", "--normalization", "--swiglu", "--untie-embeddings-and-output-weights",
     // _add_training_args
-    "--micro-batch-size", "--global-batch-size", "--recompute-granularity", "--recompute-method",
+    "--micro-batch-size", "--global-batch-size", "--recompute-granularity", "--recompute-method", "--recompute-modules",
     "--recompute-num-layers", "--tp-comm-overlap", "--cuda-graph-impl", "--cuda-graph-modules", "--train-iters", "--log-interval", "--disable-bias-linear",
     "--optimizer", "--sequence-parallel", "--no-gradient-accumulation-fusion", "--use-flash-attn",
     // _add_learning_rate_args
@@ -133,8 +133,8 @@ void expect_real_flags(const std::string& script) {
   for (const auto& [flag, text] : list) {
     EXPECT_TRUE(flag.starts_with("--")) << flag;
     EXPECT_TRUE(kMegatronFlags.count(flag)) << flag << " is not a Megatron-LM flag (arguments.py)";
-    // Values are single words: numbers, choices; a list (nargs='+') one word per item.
-    if (flag != "--cuda-graph-modules") {
+    // Values are single words: numbers, choices; a list (nargs='+' or '*') one word per item.
+    if (flag != "--cuda-graph-modules" && flag != "--recompute-modules") {
       EXPECT_EQ(text.find(' '), std::string::npos) << flag << " " << text;
     }
   }
@@ -237,6 +237,20 @@ TEST(ExportMegatron, CudaGraphsAsMegatronCapturesThem) {
   EXPECT_EQ(value(full.script, "--cuda-graph-impl"), "full_iteration");
   EXPECT_FALSE(has(full.script, "--cuda-graph-modules"));
   EXPECT_FALSE(has(export_file(recipe).script, "--cuda-graph-impl"));
+}
+
+// Selective recomputation of the modules the recipe names, as Megatron-LM's --recompute-modules
+// (nargs='*', default core_attn, which is therefore left implicit).
+TEST(ExportMegatron, RecomputedModulesAsMegatronNamesThem) {
+  const std::string recipe = "recipes/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml";
+  const Export named = export_file(recipe, {"training.recompute=selective",
+                                            "training.recompute_modules=[\"moe_act\", \"layernorm\"]"});
+  EXPECT_EQ(value(named.script, "--recompute-granularity"), "selective");
+  EXPECT_EQ(value(named.script, "--recompute-modules"), "layernorm moe_act");  // in bit order
+  expect_real_flags(named.script);
+  const Export core = export_file(recipe, {"training.recompute=selective"});
+  EXPECT_EQ(value(core.script, "--recompute-granularity"), "selective");
+  EXPECT_FALSE(has(core.script, "--recompute-modules"));
 }
 
 // Mixtral 8x7B, EP 8 on 8 GPUs, capacity factor 1 with padded buffers, full recompute, FSDP-3.

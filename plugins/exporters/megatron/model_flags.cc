@@ -12,7 +12,7 @@
 //                per step from them and its data-parallel size, as paraplan does)
 //   precision    --bf16 | --fp16 | --bf16 --fp8-format hybrid
 //   recompute    selective: --recompute-granularity selective (core attention, Korthikanti et
-//                al.); full: --recompute-granularity full --recompute-method uniform
+//                al.), with --recompute-modules when the recipe names others; full: --recompute-granularity full --recompute-method uniform
 //                --recompute-num-layers 1 (every layer's input kept, the layer recomputed)
 //   CUDA graphs  cuda_graph_modules: --cuda-graph-impl full_iteration, or --cuda-graph-impl
 //                transformer_engine --cuda-graph-modules <the modules> (TransformerConfig's
@@ -108,6 +108,14 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
 
   if (training.recompute == PP_RECOMPUTE_SELECTIVE) {
     out.recompute.add("--recompute-granularity", "selective");
+    // Megatron-LM's default module is core_attn; any other set is written out.
+    const uint32_t recomputed = paraplan::recomputed_modules(training);
+    if (recomputed != PP_RECOMPUTE_CORE_ATTN) {
+      std::string modules;
+      for (const auto& [name, bit] : paraplan::kRecomputeModuleNames)
+        if (recomputed & bit) modules += (modules.empty() ? "" : " ") + std::string(name);
+      out.recompute.add("--recompute-modules", modules);  // nargs='*': one word per module
+    }
   } else if (training.recompute == PP_RECOMPUTE_FULL) {
     out.recompute.add("--recompute-granularity", "full");
     out.recompute.add("--recompute-method", "uniform");

@@ -307,6 +307,18 @@ inline uint32_t recomputed_modules(const pp_training& training) {
   }
 }
 
+// Megatron-LM's --recompute-modules names of the pp_recompute_module bits, in bit order: the
+// recipe's `recompute_modules` and what the Megatron exporter writes.
+struct RecomputeModuleName {
+  std::string_view name;
+  uint32_t module;
+};
+inline constexpr RecomputeModuleName kRecomputeModuleNames[] = {
+    {"core_attn", PP_RECOMPUTE_CORE_ATTN}, {"mla_up_proj", PP_RECOMPUTE_MLA_UP_PROJ},
+    {"layernorm", PP_RECOMPUTE_LAYERNORM}, {"moe_act", PP_RECOMPUTE_MOE_ACT},
+    {"moe", PP_RECOMPUTE_MOE},             {"mlp", PP_RECOMPUTE_MLP},
+};
+
 // A mesh axis's parent as the top-level axes it subdivides: "dp" is one axis, "tp*cp*dp" a region
 // of neighbouring axes, innermost first (plan.h, pp_mesh_axis), whose ranks its children share.
 inline std::vector<std::string_view> axis_region(const char* parent) {
