@@ -94,14 +94,19 @@ struct IssuedPass {
   std::vector<size_t> communicating;  // positions in ops
 };
 
-// `seconds`: each op's price, all instances (communication at the plan's own layout).
+// Op `index`'s seconds on the compute stream: its price, or 0 for overlapped communication,
+// which runs on a stream of its own (host_issue.hpp).
+double compute_stream_s(const paraplan::PlanView& plan, const std::vector<double>& seconds, size_t index) {
+  return paraplan::issue::holds_compute_stream(plan.ops()[index]) ? seconds[index] : 0.0;
+}
+
+// `seconds`: each op's price, all instances; communication's is still 0 here, and its entries
+// (`communicating`) are priced per layout by the caller.
 std::vector<IssuedPass> issued_passes(const paraplan::PlanView& plan, const pp_hardware_profile& profile,
                                       const std::vector<double>& seconds) {
   std::vector<IssuedPass> passes;
   if (paraplan::issue::host_op_overhead_s(profile) <= 0) return passes;
-  const auto on_stream = [&](size_t op) {
-    return paraplan::issue::holds_compute_stream(plan.ops()[op]) ? seconds[op] : 0.0;
-  };
+  const auto on_stream = [&](size_t op) { return compute_stream_s(plan, seconds, op); };
   const uint32_t kinds = plan.raw().layer_kind_count;
   for (uint32_t kind = kinds == 0 ? PP_EVERY_LAYER_KIND : 0; kinds == 0 || kind < kinds; ++kind) {
     const size_t slot = kinds == 0 ? size_t{kEveryLayer} : size_t{kFirstKind} + kind;
@@ -188,10 +193,7 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
     }
     // The GPU idles while the host issues its work: as compute, overlapped communication runs on.
     for (IssuedPass& pass : passes) {
-      for (size_t at : pass.communicating) {
-        const uint32_t index = pass.ops[at].index;
-        pass.ops[at].gpu_s = paraplan::issue::holds_compute_stream(plan.ops()[index]) ? seconds[index] : 0.0;
-      }
+      for (size_t at : pass.communicating) pass.ops[at].gpu_s = compute_stream_s(plan, seconds, pass.ops[at].index);
       sums[pass.slot][pass.bucket].compute += paraplan::issue::idle_s(pass.ops);
     }
     double pace = 0, tail = 0;

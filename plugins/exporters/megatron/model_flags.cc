@@ -12,8 +12,8 @@
 //                per step from them and its data-parallel size, as paraplan does)
 //   precision    --bf16 | --fp16 | --bf16 --fp8-format hybrid
 //   recompute    selective: --recompute-granularity selective (core attention, Korthikanti et
-//                al.), with --recompute-modules when the recipe names others; full: --recompute-granularity full --recompute-method uniform
-//                --recompute-num-layers 1 (every layer's input kept, the layer recomputed)
+//                al.), with --recompute-modules when the recipe names others; full:
+//                --recompute-granularity full --recompute-method uniform --recompute-num-layers 1 (every layer's input kept, the layer recomputed)
 //   CUDA graphs  cuda_graph_modules: --cuda-graph-impl full_iteration, or --cuda-graph-impl
 //                transformer_engine --cuda-graph-modules <the modules> (TransformerConfig's
 //                cuda_graph_impl and cuda_graph_modules)
@@ -50,6 +50,16 @@ bool fused_attention(const paraplan::PlanView& plan) {
   return std::any_of(ops.begin(), ops.end(), [](const pp_op& op) {
     return op.kind == PP_OP_ATTENTION && std::string_view(op.name) == PP_OP_ATTENTION_CORE;
   });
+}
+
+// The names of the module bits `set` holds, in the table's order, one word each: how Megatron-LM
+// reads a list flag (nargs '+' or '*').
+template <typename NameTable>
+std::string module_words(const NameTable& names, uint32_t set) {
+  std::string words;
+  for (const auto& [name, bit] : names)
+    if (set & bit) words += (words.empty() ? "" : " ") + std::string(name);
+  return words;
 }
 
 }  // namespace
@@ -110,12 +120,8 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
     out.recompute.add("--recompute-granularity", "selective");
     // Megatron-LM's default module is core_attn; any other set is written out.
     const uint32_t recomputed = paraplan::recomputed_modules(training);
-    if (recomputed != PP_RECOMPUTE_CORE_ATTN) {
-      std::string modules;
-      for (const auto& [name, bit] : paraplan::kRecomputeModuleNames)
-        if (recomputed & bit) modules += (modules.empty() ? "" : " ") + std::string(name);
-      out.recompute.add("--recompute-modules", modules);  // nargs='*': one word per module
-    }
+    if (recomputed != PP_RECOMPUTE_CORE_ATTN)
+      out.recompute.add("--recompute-modules", module_words(paraplan::kRecomputeModuleNames, recomputed));
   } else if (training.recompute == PP_RECOMPUTE_FULL) {
     out.recompute.add("--recompute-granularity", "full");
     out.recompute.add("--recompute-method", "uniform");
@@ -126,11 +132,8 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
   if (graphs & PP_CUDA_GRAPH_FULL_ITERATION) {
     out.training.add("--cuda-graph-impl", "full_iteration");
   } else if (graphs != 0) {
-    std::string modules;
-    for (const auto& [name, bit] : paraplan::issue::kCudaGraphModuleNames)
-      if (graphs & bit) modules += (modules.empty() ? "" : " ") + std::string(name);
     out.training.add("--cuda-graph-impl", "transformer_engine");
-    out.training.add("--cuda-graph-modules", modules);  // nargs='+': one word per module
+    out.training.add("--cuda-graph-modules", module_words(paraplan::issue::kCudaGraphModuleNames, graphs));
   }
 
   if (model.moe_experts > 0) {
