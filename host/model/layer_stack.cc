@@ -58,6 +58,8 @@ void set_moe_mlp(pp_layer_kind& kind, const pp_model& shape, const LayerStackKey
   kind.shared_experts = shape.moe_shared_experts;
   kind.shared_ffn_hidden =
       keys.moe_shared_ffn_hidden > 0 ? keys.moe_shared_ffn_hidden : shape.moe_shared_experts * shape.moe_ffn_hidden;
+  kind.router_groups = keys.moe_router_groups;
+  kind.router_group_topk = keys.moe_router_group_topk;
 }
 
 // Layer i's window under the sliding-window keys (GPT-OSS: window 128, every 2nd layer full,
@@ -66,6 +68,27 @@ int64_t window_of(int64_t attention_index, const LayerStackKeys& keys) {
   if (keys.sliding_window <= 0) return 0;
   const bool full = keys.full_attention_every > 0 && (attention_index + 1) % keys.full_attention_every == 0;
   return full ? 0 : keys.sliding_window;
+}
+
+// Megatron-Core's rules for group-limited routing (TransformerConfig), and the pool of the kept
+// groups holding at least top_k experts, each kept group supplying one or more of them.
+void check_router_groups(const pp_model& shape, const LayerStackKeys& keys) {
+  const int64_t groups = keys.moe_router_groups, kept = keys.moe_router_group_topk;
+  if (groups == 0 && kept == 0) return;
+  if (shape.moe_experts == 0)
+    throw LayerStackError(groups ? "moe_router_groups" : "moe_router_group_topk", "needs moe_experts > 0");
+  if (groups == 0) throw LayerStackError("moe_router_group_topk", "needs moe_router_groups (the groups it picks from)");
+  if (kept == 0) throw LayerStackError("moe_router_groups", "needs moe_router_group_topk (how many groups a token may use)");
+  if (shape.moe_experts % groups != 0)
+    throw LayerStackError("moe_router_groups", text(groups) + " must divide moe_experts = " + text(shape.moe_experts));
+  if (kept > groups)
+    throw LayerStackError("moe_router_group_topk", text(kept) + " exceeds moe_router_groups = " + text(groups));
+  if (kept > shape.moe_top_k)
+    throw LayerStackError("moe_router_group_topk", text(kept) + " exceeds moe_top_k = " + text(shape.moe_top_k) +
+                                                       " (each kept group supplies one of a token's experts at least)");
+  if (kept * (shape.moe_experts / groups) < shape.moe_top_k)
+    throw LayerStackError("moe_router_group_topk", text(kept) + " groups of " + text(shape.moe_experts / groups) +
+                                                       " experts hold fewer than moe_top_k = " + text(shape.moe_top_k));
 }
 
 void check_keys(const pp_model& shape, const LayerStackKeys& keys) {
@@ -94,6 +117,7 @@ void check_keys(const pp_model& shape, const LayerStackKeys& keys) {
   if (keys.moe_shared_ffn_hidden > 0 && shape.moe_shared_experts == 0)
     throw LayerStackError("moe_shared_ffn_hidden", "needs moe_shared_experts > 0");
   if (keys.moe_layer_freq < 1) throw LayerStackError("moe_layer_freq", "must be at least 1");
+  check_router_groups(shape, keys);
   if (keys.full_attention_every > 0 && keys.sliding_window == 0)
     throw LayerStackError("full_attention_every", "needs sliding_window > 0");
   if (keys.sliding_window > shape.seq_len)

@@ -33,6 +33,8 @@ struct LayerStackKeys {
   int64_t dense_layers = 0;           // leading layers whose MLP is dense (before the MoE layers)
   int64_t moe_layer_freq = 1;         // after them, every k-th layer is an MoE layer
   int64_t moe_shared_ffn_hidden = 0;  // total width of the shared experts; 0 = count x expert width
+  int64_t moe_router_groups = 0;      // group-limited routing: groups of experts (0 = none)
+  int64_t moe_router_group_topk = 0;  // and how many of them a token's experts may come from
   int64_t sliding_window = 0;         // local attention span; 0 = full attention
   int64_t full_attention_every = 0;   // with a window: every n-th attention layer attends fully
   std::string layer_pattern;          // Megatron-LM's hybrid pattern; empty = a transformer stack

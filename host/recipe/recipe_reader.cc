@@ -29,7 +29,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& core_sectio
       {"model", {"preset", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "ffn_type", "vocab",
                  "seq_len", "moe_experts", "moe_top_k", "moe_ffn_hidden", "moe_shared_experts", "attention",
                  "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "dense_layers",
-                 "moe_layer_freq", "moe_shared_ffn_hidden", "sliding_window", "full_attention_every", "layer_pattern",
+                 "moe_layer_freq", "moe_shared_ffn_hidden", "moe_router_groups", "moe_router_group_topk", "sliding_window", "full_attention_every", "layer_pattern",
                  "mamba_heads", "mamba_head_dim", "mamba_state", "mamba_groups", "mamba_conv_kernel", "mtp_layers",
                  "tied_embeddings", "dropout", "rotary_base", "norm_epsilon"}},
       {"training", {"global_batch", "micro_batch", "precision", "recompute", "recompute_modules", "cuda_graph_modules", "optimizer",
@@ -274,6 +274,8 @@ LayerStackKeys read_layer_keys(TableReader& reader) {
   keys.dense_layers = reader.integer("dense_layers", {0, limits::kLayers.max}).value_or(0);
   keys.moe_layer_freq = reader.integer("moe_layer_freq", limits::kLayers).value_or(1);
   keys.moe_shared_ffn_hidden = reader.integer("moe_shared_ffn_hidden", limits::kFfnHidden).value_or(0);
+  keys.moe_router_groups = reader.integer("moe_router_groups", limits::kExperts).value_or(0);
+  keys.moe_router_group_topk = reader.integer("moe_router_group_topk", limits::kExperts).value_or(0);
   keys.sliding_window = reader.integer("sliding_window", limits::kSeqLen).value_or(0);
   keys.full_attention_every = reader.integer("full_attention_every", limits::kLayers).value_or(0);
   keys.layer_pattern = reader.string("layer_pattern").value_or("");

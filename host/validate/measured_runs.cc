@@ -257,7 +257,8 @@ const std::vector<std::string>& optional_columns() {
 const std::vector<std::string>& layer_stack_columns() {
   static const std::vector<std::string> columns = {
       "q_lora_rank",   "kv_lora_rank",  "qk_nope_head_dim", "qk_rope_head_dim",     "v_head_dim",
-      "dense_layers",  "moe_layer_freq", "moe_shared_ffn_hidden", "mtp_layers",   "sliding_window",
+      "dense_layers",  "moe_layer_freq", "moe_shared_ffn_hidden", "moe_router_groups", "moe_router_group_topk",
+      "mtp_layers",   "sliding_window",
       "full_attention_every", "mamba_heads", "mamba_head_dim", "mamba_state",     "mamba_groups"};
   return columns;
 }

@@ -59,6 +59,38 @@ TEST(CollectiveTime, AllToAllAcrossNodesIsBoundByTheNetworkShare) {
   EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_TO_ALL, n, 16, 1), expected);
 }
 
+// A routed exchange (DeepEP's dispatch): 16 experts, top-2, one expert per member of a group of
+// 16 over 2 nodes of 8. A token reaches 2 members; across, it goes once to each node holding one
+// of its experts, 2 x (1 - C(8,2)/C(16,2)) = 2 x 92/120 nodes, half of them the other node.
+// Inside, each member moves 2 x 7/8 copies a token (its own node's, and those it forwards).
+TEST(CollectiveTime, RoutedExchangeCrossesTheNetworkOncePerNode) {
+  const pp_hardware_profile profile = two_tier_profile();
+  pp_hardware_binding_v1 binding{};
+  binding.struct_size = sizeof(binding);
+  binding.profile = &profile;
+  const double tokens = 4096, row = 8192;  // 4096 tokens of h = 4096 in bf16
+  pp_op op = make_op(PP_OP_COLLECTIVE, PP_PHASE_FORWARD, PP_SCOPE_LAYER, "ep_dispatch", "ep");
+  op.collective = PP_COLLECTIVE_ALL_TO_ALL;
+  op.m = tokens, op.n = row, op.k = 2;
+  op.bytes = tokens * row * 2;
+  const routing::Routing routing{16, 2, 0, 0};
+  const double inside = 7 * 1e-6 + tokens * row * 2 * 7.0 / 8 / 100e9;
+  const double across = 1 * 5e-6 + tokens * row * (2 * 92.0 / 120) * 0.5 / 25e9;
+  EXPECT_NEAR(routed_exchange_time(binding, op, routing, 16, 1), std::max(inside, across), 1e-15);
+  // The plain all-to-all sends both copies over the network half the time: 2 x 1/2 a token.
+  EXPECT_GT(default_collective_time(profile, PP_COLLECTIVE_ALL_TO_ALL, op.bytes, 16, 1),
+            1.3 * routed_exchange_time(binding, op, routing, 16, 1));
+  // Inside one node there is no network part, and it is the all-to-all of the same copies.
+  EXPECT_NEAR(routed_exchange_time(binding, op, routing, 8, 1),
+              default_collective_time(profile, PP_COLLECTIVE_ALL_TO_ALL, op.bytes, 8, 1), 1e-15);
+  // Two members a node apart (a stride of 8), 8 experts each: every member is its own node, so
+  // the copies per member are the copies per node, and it is the plain all-to-all again.
+  pp_op two = op;
+  two.bytes = tokens * row * 2 * 92.0 / 120;
+  EXPECT_NEAR(routed_exchange_time(binding, two, routing, 2, 8),
+              default_collective_time(profile, PP_COLLECTIVE_ALL_TO_ALL, two.bytes, 2, 8), 1e-15);
+}
+
 TEST(GemmTime, FollowsTheEfficiencyCurve) {
   pp_hardware_profile profile = two_tier_profile();
   const double m = 8192, n = 8192, k = 8192, flops = 2 * m * n * k;

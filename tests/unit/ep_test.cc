@@ -284,6 +284,30 @@ TEST(ExpertParallel, FlexDispatchSendsATokenOncePerRank) {
   EXPECT_NEAR(find_op(one_each, "ep_dispatch", PP_PHASE_FORWARD).bytes, tokens * 2 * row, 1e-6);
 }
 
+// Group-limited routing: Mixtral's 8 experts in 4 groups of 2, a token's 2 from 2 groups (one
+// each, the group's best). On ep = 4 a rank holds one group, so a token reaches exactly 2 ranks
+// (4 x 13/28 without the limit). The flex exchange says what it routes: its tokens, the bytes of
+// one row, top_k (a routed exchange, plan.h); the all-to-all dispatcher's does not.
+TEST(ExpertParallel, GroupLimitedRoutingReachesFewerRanks) {
+  const double tokens = kSeq, row = kHidden * 2;
+  const std::string groups = "moe_router_groups = 4\nmoe_router_group_topk = 2\n";
+  auto recipe = [&](const std::string& ep_keys) {
+    return "[model]\npreset = \"mixtral-8x7b\"\nseq_len = 4096\n" + groups +
+           "[training]\nglobal_batch = 4\nmicro_batch = 1\n[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 4\n"
+           "[[strategy]]\nname = \"ep\"\n" + ep_keys + "[[strategy]]\nname = \"fsdp\"\n";
+  };
+  test::Evaluated flex = test::evaluate_recipe(recipe("degree = 4\ndispatcher = \"flex\"\n"));
+  const pp_op& dispatch = find_op(flex, "ep_dispatch", PP_PHASE_FORWARD);
+  EXPECT_NEAR(dispatch.bytes, tokens * 2 * row, 1e-6);
+  EXPECT_DOUBLE_EQ(dispatch.m, tokens);
+  EXPECT_DOUBLE_EQ(dispatch.n, row);
+  EXPECT_DOUBLE_EQ(dispatch.k, kTopK);
+  test::Evaluated alltoall = test::evaluate_recipe(recipe("degree = 4\n"));
+  const pp_op& plain = find_op(alltoall, "ep_dispatch", PP_PHASE_FORWARD);
+  EXPECT_DOUBLE_EQ(plain.bytes, tokens * kTopK * row);
+  EXPECT_DOUBLE_EQ(plain.k, 0.0);
+}
+
 // Batch-level overlap (Megatron-LM --overlap-moe-expert-parallel-comm): each all-to-all is split
 // into a critical share x = 1/m + (1 - 1/m) x 20/132 and an overlappable rest. Mixtral, 8 GPUs,
 // global batch 32, micro-batch 1: m = 32 / 8 = 4 micro-batches per rank.

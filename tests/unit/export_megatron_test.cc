@@ -53,7 +53,9 @@ const std::set<std::string> kMegatronFlags = {
     // _add_moe_args
     "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--num-experts", "--moe-ffn-hidden-size",
     "--moe-shared-expert-intermediate-size", "--moe-router-topk", "--moe-token-dispatcher-type",
-    "--moe-expert-capacity-factor", "--moe-pad-expert-input-to-capacity", "--moe-flex-dispatcher-backend"};
+    "--moe-expert-capacity-factor", "--moe-pad-expert-input-to-capacity", "--moe-flex-dispatcher-backend",
+    // TransformerConfig's fields, made flags by ArgumentGroupFactory
+    "--moe-router-num-groups", "--moe-router-group-topk"};
 
 struct Export {
   std::string script;  // launch_megatron.sh, the recipe path relative to the source tree
@@ -251,6 +253,17 @@ TEST(ExportMegatron, RecomputedModulesAsMegatronNamesThem) {
   const Export core = export_file(recipe, {"training.recompute=selective"});
   EXPECT_EQ(value(core.script, "--recompute-granularity"), "selective");
   EXPECT_FALSE(has(core.script, "--recompute-modules"));
+}
+
+// Group-limited routing as TransformerConfig's moe_router_num_groups and moe_router_group_topk
+// (Megatron-Core's group_limited_topk); a model without groups writes neither.
+TEST(ExportMegatron, RouterGroupsAsMegatronLimitsThem) {
+  const std::string recipe = "recipes/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml";
+  const Export grouped = export_file(recipe, {"model.moe_router_groups=4", "model.moe_router_group_topk=2"});
+  EXPECT_EQ(value(grouped.script, "--moe-router-num-groups"), "4");
+  EXPECT_EQ(value(grouped.script, "--moe-router-group-topk"), "2");
+  expect_real_flags(grouped.script);
+  EXPECT_FALSE(has(export_file(recipe).script, "--moe-router-num-groups"));
 }
 
 // Mixtral 8x7B, EP 8 on 8 GPUs, capacity factor 1 with padded buffers, full recompute, FSDP-3.

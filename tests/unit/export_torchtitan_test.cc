@@ -121,6 +121,19 @@ TEST(ExportTorchtitan, MoeWithExpertParallelismMatchesTheGoldenFilesAndTheRecipe
   EXPECT_FALSE(mentions(result.unexpressed, "ep overlap"));
 }
 
+// Group-limited routing is in none of torchtitan's job-config keys the export writes (a model's
+// flavour carries it in code): refused, not dropped; DeepSpeed the same.
+TEST(ExportTorchtitan, RouterGroupsAreRefused) {
+  for (const char* exporter : {"torchtitan", "deepspeed"}) {
+    try {
+      test::export_recipe(kMoe, exporter, {"model.moe_router_groups=4", "model.moe_router_group_topk=2"});
+      ADD_FAILURE() << exporter << " accepted";
+    } catch (const std::exception& error) {
+      EXPECT_NE(std::string(error.what()).find("group-limited routing"), std::string::npos) << error.what();
+    }
+  }
+}
+
 TEST(ExportTorchtitan, LongContextMatchesTheGoldenFilesAndTheRecipe) {
   const ExportResult result = export_recipe(kLongContext);
   check_golden("llama3-70b-32k-cp4-256xh100", result);

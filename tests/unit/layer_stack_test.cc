@@ -159,6 +159,21 @@ TEST(LayerStack, OtherPresetsMatchTheirHeadlines) {
   EXPECT_EQ(kind_counts(stack), (std::map<std::string, int64_t>{{"gqa+dense", 24}, {"gqa+moe", 24}}));
 }
 
+// DeepSeek-V3's config: n_group 8, topk_group 4 on every MoE kind, none on the dense ones. A
+// uniform model that limits its routing is more than the 1.5 fields say, unless the reader writes
+// the groups itself.
+TEST(LayerStack, RouterGroupsAreOnTheMoeKinds) {
+  auto deepseek = preset_recipe("deepseek-v3");
+  for (const pp_layer_kind& kind : deepseek->model.layers.kinds()) {
+    EXPECT_EQ(kind.router_groups, kind.mlp == PP_MLP_MOE ? 8 : 0) << kind.name;
+    EXPECT_EQ(kind.router_group_topk, kind.mlp == PP_MLP_MOE ? 4 : 0) << kind.name;
+  }
+  auto mixtral = preset_recipe("mixtral-8x7b", "moe_router_groups = 4\nmoe_router_group_topk = 2\n");
+  EXPECT_EQ(paraplan::beyond_uniform_transformer(mixtral->model.shape), "group-limited routing");
+  EXPECT_EQ(paraplan::beyond_uniform_transformer(mixtral->model.shape, /*writes_router_groups=*/true), "");
+  EXPECT_EQ(paraplan::beyond_uniform_transformer(preset_recipe("mixtral-8x7b")->model.shape), "");
+}
+
 TEST(LayerStack, AUniformRecipeIsOneKind) {
   auto recipe = preset_recipe("llama3-70b");
   ASSERT_EQ(recipe->model.layers.kinds().size(), 1u);
@@ -189,6 +204,29 @@ TEST(LayerStack, MalformedLayerKeysNameTheKey) {
     } catch (const InputError& error) {
       EXPECT_NE(std::string(error.what()).find(c.message), std::string::npos) << error.what();
     }
+  }
+  // Group-limited routing by Megatron-Core's rules (TransformerConfig), on Mixtral's 8 experts, top-2.
+  for (const Case& c : {
+           Case{"moe_router_groups = 3\nmoe_router_group_topk = 1\n", "model.moe_router_groups: 3 must divide moe_experts = 8"},
+           Case{"moe_router_groups = 4\nmoe_router_group_topk = 5\n", "model.moe_router_group_topk: 5 exceeds moe_router_groups = 4"},
+           Case{"moe_router_groups = 4\nmoe_router_group_topk = 3\n", "model.moe_router_group_topk: 3 exceeds moe_top_k = 2"},
+           Case{"moe_router_groups = 8\nmoe_router_group_topk = 1\n", "1 groups of 1 experts hold fewer than moe_top_k = 2"},
+           Case{"moe_router_groups = 4\n", "model.moe_router_groups: needs moe_router_group_topk"},
+           Case{"moe_router_group_topk = 2\n", "model.moe_router_group_topk: needs moe_router_groups"},
+       }) {
+    SCOPED_TRACE(c.keys);
+    try {
+      preset_recipe("mixtral-8x7b", c.keys);
+      ADD_FAILURE() << "accepted";
+    } catch (const InputError& error) {
+      EXPECT_NE(std::string(error.what()).find(c.message), std::string::npos) << error.what();
+    }
+  }
+  try {
+    preset_recipe("llama3-70b", "moe_router_groups = 4\nmoe_router_group_topk = 2\n");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("model.moe_router_groups: needs moe_experts > 0"), std::string::npos) << error.what();
   }
   // A pattern letter Megatron-LM's hybrid models do not have, with its position.
   try {

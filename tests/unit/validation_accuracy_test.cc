@@ -87,7 +87,7 @@ TEST(ValidationAccuracy, ModernRunsEvaluateOrSayWhyNoWorseThanToday) {
 }
 
 // A guard per slice of modern.csv, by model and by hardware: each slice's MAPE at most today's
-// plus 2 points (2026-12-04, with the MoE block's passes; docs/validation.md), so a change that
+// plus 2 points (2026-12-04, with the MoE block's passes and the exchange once per node; docs/validation.md), so a change that
 // helps one family cannot hide a loss on another. The MoE families are split in two halves by
 // model (docs/validation.md): what is tuned is tuned on the first (paraplan::moe::
 // kUnfusedMoePasses), and the second says how it does on models it never saw.
@@ -98,11 +98,11 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
   const std::map<std::string, double> today = {
       // by model
       {"llama2-7b", 27.5}, {"llama2-13b", 19.4}, {"llama2-70b", 7.8}, {"llama3-8b", 26.4}, {"llama3-70b", 16.6},
-      {"llama3.1-405b", 21.0}, {"mixtral-8x7b", 16.4}, {"deepseek-v3", 13.7}, {"gpt-oss-120b", 38.1},
-      {"nemotron-3-nano", 17.2}, {"qwen3-235b-a22b", 16.2}, {"qwen3-30b-a3b", 24.8},
+      {"llama3.1-405b", 21.0}, {"mixtral-8x7b", 16.4}, {"deepseek-v3", 10.8}, {"gpt-oss-120b", 38.1},
+      {"nemotron-3-nano", 17.2}, {"qwen3-235b-a22b", 17.5}, {"qwen3-30b-a3b", 25.0},
       // by hardware
-      {"h100-sxm", 21.7}, {"b200", 21.3}, {"gb200-nvl72", 15.5}, {"h100-sxm-hbm2e-96gb-500w", 47.2},
-      {"h200-sxm", 29.0}, {"a100-sxm-80g", 20.1}, {"b300", 27.1}, {"gb300-nvl72", 24.3}};
+      {"h100-sxm", 22.4}, {"b200", 20.0}, {"gb200-nvl72", 15.5}, {"h100-sxm-hbm2e-96gb-500w", 47.1},
+      {"h200-sxm", 29.0}, {"a100-sxm-80g", 20.0}, {"b300", 26.8}, {"gb300-nvl72", 24.3}};
   size_t guarded = 0;
   for (const std::vector<SliceAccuracy>* slices : {&summary.models, &summary.hardware})
     for (const SliceAccuracy& slice : *slices) {
@@ -124,8 +124,8 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
       if (prediction.evaluated() && models.count(prediction.run->model)) sum += std::abs(prediction.error_pct), ++rows;
     return rows ? sum / static_cast<double>(rows) : NAN;
   };
-  EXPECT_LE(half_mape({"deepseek-v3", "qwen3-30b-a3b", "mixtral-8x7b"}), 20.6 + 2.0);       // the tuning half
-  EXPECT_LE(half_mape({"qwen3-235b-a22b", "gpt-oss-120b", "nemotron-3-nano"}), 22.3 + 2.0);  // held out
+  EXPECT_LE(half_mape({"deepseek-v3", "qwen3-30b-a3b", "mixtral-8x7b"}), 19.7 + 2.0);       // the tuning half
+  EXPECT_LE(half_mape({"qwen3-235b-a22b", "gpt-oss-120b", "nemotron-3-nano"}), 22.9 + 2.0);  // held out
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ OpTable sort_ops(const paraplan::PlanView& plan, const pp_hardware_binding_v1& h
   const auto ops = plan.ops();
   for (uint32_t i = 0; i < ops.size(); ++i) {
     const pp_op& op = ops[i];
-    const double one = paraplan::cost::op_time(plan, hardware, op);
+    const double one = paraplan::cost::op_time(plan, hardware, i);
     table.one.push_back(one);
     table.seconds.push_back(one * std::max<uint32_t>(op.repeat, 1));
     const size_t scope = static_cast<size_t>(op.scope - 1);

@@ -166,7 +166,7 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
       communication.push_back(i);
       continue;
     }
-    seconds[i] = op.repeat * paraplan::cost::op_time(plan, hardware, op);
+    seconds[i] = op.repeat * paraplan::cost::op_time(plan, hardware, i);
     add(fixed, slot_of(op.scope, plan.op_layer_kind(i)), op, seconds[i]);
   }
   std::vector<IssuedPass> passes = issued_passes(plan, profile, seconds);
@@ -188,7 +188,7 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
     const int64_t* layout_strides = strides.data() + size_t{layout} * axis_count;
     for (uint32_t i : communication) {
       const pp_op& op = plan.ops()[i];
-      seconds[i] = op.repeat * paraplan::cost::op_time(plan, hardware, op, layout_strides);
+      seconds[i] = op.repeat * paraplan::cost::op_time(plan, hardware, i, layout_strides);
       add(sums, slot_of(op.scope, plan.op_layer_kind(i)), op, seconds[i]);
     }
     // The GPU idles while the host issues its work: as compute, overlapped communication runs on.

@@ -63,7 +63,7 @@ StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v
     const pp_op& op = plan.ops()[index];
     double times = plan.multiplicity(op.scope, plan.op_layer_kind(index), stage) * op.repeat;
     if (times == 0) continue;
-    double seconds = times * paraplan::cost::op_time(plan, hardware, op);
+    double seconds = times * paraplan::cost::op_time(plan, hardware, index);
     bool per_step = op.frequency == PP_PER_STEP;
     if (op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV) {
       const pp_mesh_axis& axis = plan.axes()[static_cast<size_t>(op.axis)];

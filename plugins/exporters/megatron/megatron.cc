@@ -32,7 +32,8 @@ class Megatron : public paraplan::Exporter {
   void export_plan(const paraplan::PlanView& plan, const pp_hardware_binding_v1& /*hardware*/,
                    const paraplan::ExportContext& context, const paraplan::ArtifactSink& artifacts) override {
     // Only what the 1.5 model fields say is translated so far: refuse the rest, never drop it.
-    if (const std::string beyond = paraplan::beyond_uniform_transformer(plan.model()); !beyond.empty())
+    if (const std::string beyond = paraplan::beyond_uniform_transformer(plan.model(), /*writes_router_groups=*/true);
+        !beyond.empty())
       throw paraplan::Error(PP_ERROR_UNSUPPORTED, "the model has " + beyond + ", which the Megatron-LM export does not write yet");
     paraplan_megatron::Translation flags;
     paraplan_megatron::translate_model(plan, train_iters_, flags);

@@ -18,7 +18,8 @@
 //                transformer_engine --cuda-graph-modules <the modules> (TransformerConfig's
 //                cuda_graph_impl and cuda_graph_modules)
 //   MoE shape    --num-experts, --moe-router-topk, --moe-ffn-hidden-size,
-//                --moe-shared-expert-intermediate-size (shared experts x their width)
+//                --moe-shared-expert-intermediate-size (shared experts x their width),
+//                --moe-router-num-groups and --moe-router-group-topk (group-limited routing)
 //   training     --train-iters (the exporter's parameter), --optimizer, --lr, --log-interval,
 //                --eval-iters 0
 //   data         --mock-data --tokenizer-type NullTokenizer --vocab-size V-1
@@ -143,6 +144,12 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
     out.moe.add("--moe-ffn-hidden-size", expert_width);
     if (model.moe_shared_experts > 0)
       out.moe.add("--moe-shared-expert-intermediate-size", model.moe_shared_experts * expert_width);
+    const paraplan::LayerKinds kinds = plan.layer_kinds();
+    if (const paraplan::routing::Routing routing = kinds.size() ? paraplan::routing::of(kinds[0]) : paraplan::routing::Routing{};
+        routing.groups > 1) {
+      out.moe.add("--moe-router-num-groups", routing.groups);
+      out.moe.add("--moe-router-group-topk", routing.group_topk);
+    }
   }
 
   out.training.add("--train-iters", train_iters);

@@ -35,7 +35,11 @@
 //     once to each rank that holds any of its top_k experts, not once per expert, and the rank
 //     expands it to its local experts: the buffer is tokens x D x hidden x 2 bytes x load, D the
 //     expected number of distinct ranks among a token's top_k experts under uniform routing,
-//     e x (1 - C(E - E/e, k) / C(E, k)) (k when every expert is on its own rank).
+//     e x (1 - C(E - E/e, k) / C(E, k)) (k when every expert is on its own rank), fewer under
+//     group-limited routing (paraplan/token_routing.hpp). Across nodes it goes once per node
+//     holding any of them (to one rank there, which forwards it over NVLink): the op says so as a
+//     routed exchange (m tokens of n bytes, k = top_k; plan.h), and the cost model counts the
+//     nodes for the layout it prices.
 //   dispatcher = "allgather" (Megatron's MoEAllGatherTokenDispatcher): every rank all-gathers
 //     the group's tokens (each once, not top_k times) and keeps those for its experts; the
 //     combine is a reduce-scatter of the group's outputs; backward swaps the two. Buffer
@@ -75,6 +79,7 @@
 #include "paraplan/host_issue.hpp"
 #include "paraplan/moe_kernels.hpp"
 #include "paraplan/sdk.hpp"
+#include "paraplan/token_routing.hpp"
 
 namespace {
 
@@ -223,8 +228,9 @@ class ExpertParallel : public paraplan::Strategy {
       divide_work(plan, kind, load, routed_fraction, static_cast<double>(e), etp == 1 ? static_cast<double>(t) : 1.0);
       if (drop_and_pad()) remove_host_syncs(plan, kind);
       if (e > 1) {
-        const double sent = flex_ ? distinct_ranks(layer.experts, layer.top_k, e) : top_k;  // copies a token sends
-        add_token_exchange(plan, kind, ep_axis, context, tokens / split, sent, load);
+        // Copies a token sends: one per expert, or one per rank holding any (flex).
+        const double sent = flex_ ? paraplan::routing::expected_holders(paraplan::routing::of(layer), e) : top_k;
+        add_token_exchange(plan, kind, ep_axis, context, tokens / split, sent, load, top_k);
         // Experts split over tp (etp = tp) under sequence parallelism: the all-to-all dispatcher
         // gathers the received copies of the t tensor-parallel ranks before the experts, and
         // reduce-scatters their outputs before the combine.
@@ -339,9 +345,10 @@ class ExpertParallel : public paraplan::Strategy {
 
   // Dispatch goes in front of the kind's first expert op, combine after its last one, one op per
   // phase. Each token's `sent` copies leave the rank (top_k, or the distinct ranks under the flex
-  // dispatcher); the shared experts' inputs stay.
+  // dispatcher, whose ops are routed exchanges of `tokens` rows); the shared experts' inputs stay.
   void add_token_exchange(paraplan::PlanEditor& plan, uint32_t kind, int32_t ep_axis,
-                          const paraplan::StrategyContext& context, double tokens, double sent, double load) const {
+                          const paraplan::StrategyContext& context, double tokens, double sent, double load,
+                          double top_k) const {
     const double hidden_bytes = tokens * static_cast<double>(context.model.hidden) * kActivationBytes;
     const double e = static_cast<double>(context.degree);
     pp_collective dispatch_kind = PP_COLLECTIVE_ALL_TO_ALL, combine_kind = PP_COLLECTIVE_ALL_TO_ALL;
@@ -357,11 +364,12 @@ class ExpertParallel : public paraplan::Strategy {
     const double uneven = capacity_factor_ > 0 && pad_to_capacity_ ? 1.0 : load;
     // Each exchange as its exposed part and, with overlap, its hidden part (same collective).
     auto insert = [&](uint32_t& at, const char* name, pp_phase phase, pp_collective collective) {
-      plan.insert_layer_op(at++, exchange_op(name, phase, collective, ep_axis, bytes * exposed, PP_OVERLAP_NONE, uneven),
-                           kind);
-      if (exposed < 1.0)
-        plan.insert_layer_op(
-            at++, exchange_op(name, phase, collective, ep_axis, bytes * (1.0 - exposed), PP_OVERLAP_COMPUTE, uneven), kind);
+      for (const auto& [share, overlap] : {std::pair{exposed, PP_OVERLAP_NONE}, {1.0 - exposed, PP_OVERLAP_COMPUTE}}) {
+        if (share <= 0.0) continue;
+        pp_op op = exchange_op(name, phase, collective, ep_axis, bytes * share, overlap, uneven);
+        if (flex_) op.m = tokens, op.n = bytes * share / (tokens * sent), op.k = top_k;  // a routed exchange
+        plan.insert_layer_op(at++, op, kind);
+      }
     };
     uint32_t at = static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_UP, /*last=*/false));
     for (pp_phase phase : phases) {
@@ -404,17 +412,6 @@ class ExpertParallel : public paraplan::Strategy {
     constexpr double kOverlapSmShare = 20.0 / 132.0;
     const double alone = 1.0 / std::max(1.0, static_cast<double>(micro_batches));
     return alone + (1.0 - alone) * kOverlapSmShare;
-  }
-
-  // Expected distinct ranks among a token's top_k experts, chosen uniformly without replacement
-  // from E experts laid E/e per rank: e x (1 - C(E - E/e, k) / C(E, k)).
-  static double distinct_ranks(int64_t experts, int64_t top_k, int64_t ranks) {
-    const double per_rank = static_cast<double>(experts) / static_cast<double>(ranks);
-    double none_on_rank = 1.0;  // C(E - E/e, k) / C(E, k) as a product of k ratios
-    for (int64_t i = 0; i < top_k; ++i)
-      none_on_rank *= std::max(0.0, (static_cast<double>(experts) - per_rank - static_cast<double>(i)) /
-                                        (static_cast<double>(experts) - static_cast<double>(i)));
-    return static_cast<double>(ranks) * (1.0 - none_on_rank);
   }
 
   // Megatron's all-to-all dispatcher receives one chunk per source rank and local expert and sorts

@@ -13,7 +13,14 @@
 //   all-gather inside (NCCL's tree/ring split across NVLink and the network does the same).
 //   B is the tier's per-GPU bandwidth times its achievable efficiency.
 //
-//   op_time(plan, binding, op) prices one plan op with these, as every bundled executor does.
+//   A routed exchange (an ALL_TO_ALL with k > 0: DeepEP or HybridEP, `ep`'s flex dispatcher)
+//   sends a token once to each member holding one of its experts and once across the outer tier
+//   to each domain holding one, which forwards it inside: each tier carries its own copies,
+//   at the same time (paraplan/token_routing.hpp counts them).
+//
+//   op_time(plan, binding, index) prices plan op `index` with these, as every bundled executor
+//   does; op_time(plan, binding, op) prices an op without its layer kind (a routed exchange then
+//   as a plain all-to-all of its buffer).
 //
 //   double seconds = paraplan::cost::gemm_time(binding, 8192, 8192, 8192, PP_DTYPE_BF16);
 #ifndef PARAPLAN_COST_MODEL_HPP
@@ -26,6 +33,7 @@
 
 #include "paraplan/hardware.h"
 #include "paraplan/sdk.hpp"
+#include "paraplan/token_routing.hpp"
 
 namespace paraplan::cost {
 
@@ -210,6 +218,15 @@ inline uint32_t tier_for_span(const pp_hardware_profile& profile, int64_t span) 
   return profile.tier_count - 1;
 }
 
+// Members of a group, consecutive members `stride` ranks apart, that share the innermost domain:
+// the whole group when it fits one.
+inline int64_t members_per_domain(const pp_hardware_profile& profile, int64_t group, int64_t stride) {
+  stride = std::max<int64_t>(stride, 1);
+  if (profile.tier_count == 0 || tier_for_span(profile, stride * group) == 0) return group;
+  const int64_t domain = profile.tiers[0].domain_size;
+  return domain > stride ? std::min<int64_t>(group, domain / stride) : 1;
+}
+
 inline double ring_time(const pp_tier& tier, pp_collective kind, double bytes, double ranks) {
   if (ranks <= 1 || bytes <= 0) return 0.0;
   double bandwidth = tier.bandwidth_bytes_per_s * (tier.efficiency > 0 ? tier.efficiency : 1.0);
@@ -226,8 +243,7 @@ inline double default_collective_time(const pp_hardware_profile& profile, pp_col
   uint32_t outer_index = tier_for_span(profile, stride * group);
   if (outer_index == 0) return ring_time(inner, kind, bytes, static_cast<double>(group));
   const pp_tier& outer = profile.tiers[outer_index];
-  // Group members that share an inner domain: consecutive members are `stride` ranks apart.
-  double local = inner.domain_size > stride ? std::min<double>(group, static_cast<double>(inner.domain_size / stride)) : 1.0;
+  double local = static_cast<double>(members_per_domain(profile, group, stride));
   double across = static_cast<double>(group) / local;
   switch (kind) {
     case PP_COLLECTIVE_ALL_TO_ALL: {
@@ -290,6 +306,21 @@ inline double collective_time(const pp_hardware_binding_v1& hardware, pp_collect
   return default_collective_time(*hardware.profile, kind, bytes, group, stride);
 }
 
+// (1.6) An ALL_TO_ALL whose `k` > 0 is a routed exchange: each of the member's m tokens, n bytes
+// each, goes once to every member holding one of its k experts (bytes = m n D, D those members on
+// average) and once across the outer tier to every domain holding one.
+inline bool routed_exchange(const pp_op& op) {
+  return op.kind == PP_OP_COLLECTIVE && op.collective == PP_COLLECTIVE_ALL_TO_ALL && op.k > 0 && op.m > 0 && op.n > 0;
+}
+
+// A routed exchange over `group` members `stride` ranks apart, for the routing of its layer kind.
+// Inside a domain a member moves the copies for the other members of its own domain and
+// forwards those arriving for its domain's members, D (1 - 1/local) per token; across, one copy
+// per other domain hit, D_domains (1 - 1/domains). Both tiers run together (DeepEP pipelines
+// the RDMA sends and the NVLink forwarding); each is priced as an all-to-all of its own copies.
+inline double routed_exchange_time(const pp_hardware_binding_v1& hardware, const pp_op& op,
+                                   const routing::Routing& routing, int64_t group, int64_t stride);
+
 // Seconds for one instance of `op` on one rank, by the binding's cost functions: what every
 // executor charges for it. A backward GEMM carries both gradient GEMMs (flops = 2x forward): it
 // is priced at the forward shape and scaled by its work. Communication is priced over its axis's
@@ -321,6 +352,41 @@ inline double op_time(const PlanView& plan, const pp_hardware_binding_v1& hardwa
     case PP_OP_HOST_TRANSFER: return host_transfer_time(profile, op.bytes);
   }
   return 0.0;
+}
+
+inline double routed_exchange_time(const pp_hardware_binding_v1& hardware, const pp_op& op,
+                                   const routing::Routing& routing, int64_t group, int64_t stride) {
+  if (group <= 1 || op.bytes <= 0) return 0.0;
+  stride = std::max<int64_t>(stride, 1);
+  const int64_t local = members_per_domain(*hardware.profile, group, stride), domains = group / local;
+  const double token_bytes = op.m * op.n;
+  const double members_hit = op.bytes / token_bytes;  // D, as the dispatcher sized the buffer
+  double seconds = 0.0;
+  if (local > 1) {
+    const double inner = token_bytes * members_hit * (1.0 - 1.0 / static_cast<double>(local));
+    seconds = collective_time(hardware, PP_COLLECTIVE_ALL_TO_ALL, inner * static_cast<double>(local) / static_cast<double>(local - 1),
+                              local, stride);
+  }
+  if (domains > 1) {
+    const double domains_hit = std::min(members_hit, routing::expected_holders(routing, domains));
+    const double outer = token_bytes * domains_hit * (1.0 - 1.0 / static_cast<double>(domains));
+    seconds = std::max(seconds, collective_time(hardware, PP_COLLECTIVE_ALL_TO_ALL,
+                                                outer * static_cast<double>(domains) / static_cast<double>(domains - 1),
+                                                domains, stride * local));
+  }
+  return seconds;
+}
+
+// Op `index` of the plan: as op_time above, a routed exchange with its layer kind's routing.
+inline double op_time(const PlanView& plan, const pp_hardware_binding_v1& hardware, size_t index,
+                      const int64_t* strides = nullptr) {
+  const pp_op& op = plan.ops()[index];
+  const uint32_t kind = plan.op_layer_kind(index);
+  const LayerKinds kinds = plan.layer_kinds();
+  if (!routed_exchange(op) || kind >= kinds.size()) return op_time(plan, hardware, op, strides);
+  const size_t axis = static_cast<size_t>(op.axis);
+  return routed_exchange_time(hardware, op, routing::of(kinds[kind]), plan.axes()[axis].degree,
+                              strides ? strides[axis] : plan.axes()[axis].stride);
 }
 
 }  // namespace paraplan::cost

@@ -69,6 +69,11 @@ typedef struct pp_layer_kind {
   int64_t expert_ffn_hidden;
   int64_t shared_experts;
   int64_t shared_ffn_hidden; /* total width of the shared experts together */
+  /* Group-limited routing (Megatron-LM --moe-router-num-groups / --moe-router-group-topk;
+   * DeepSeek-V3's node-limited routing: 8 groups, 4 per token): the experts form router_groups
+   * equal contiguous groups and a token's top_k come from router_group_topk of them. 0: none. */
+  int64_t router_groups;
+  int64_t router_group_topk;
 } pp_layer_kind;
 
 /* An op or memory item of scope LAYER that every kind of layer has (pp_plan_view_v1). */

@@ -117,7 +117,11 @@ typedef struct pp_op {
    * n = key tokens, k = head_dim, count = heads. Other kinds leave them 0 and set flops, but
    * for one (1.6): an ALL_TO_ALL whose routing is uneven has count > 1, the busiest member's
    * share over the mean: each member sends bytes / count, the busiest receives `bytes` (its
-   * buffer, what a step waits for); 0 or 1 is an even exchange. */
+   * buffer, what a step waits for); 0 or 1 is an even exchange. And (1.6) an ALL_TO_ALL with
+   * k > 0 is a routed exchange (DeepEP, HybridEP): m tokens of n bytes, each sent once to every
+   * member holding one of its k experts (bytes = m x n x those members on average) and once
+   * across the outer tier to every domain holding one; the routing is the op's layer kind's
+   * (paraplan/token_routing.hpp). Executors that ignore it price `bytes` as a plain all-to-all. */
   double m, n, k, count;
   double flops;       /* floating-point operations of this op on this rank */
   double bytes;       /* MEMORY: bytes read+written; COLLECTIVE/SEND_RECV: buffer size n */

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "paraplan/plugin.h"
+#include "paraplan/token_routing.hpp"
 
 namespace paraplan {
 
@@ -392,8 +393,10 @@ inline std::string_view schedule_name(pp_schedule_kind kind) {
 // Why `model` is more than a uniform transformer (one kind of layer: attention over the full
 // sequence, a dense or MoE MLP whose shared experts are as wide as the routed ones, no
 // multi-token prediction), or "" when it is one: what a consumer that reads only the 1.5 model
-// fields (an exporter writing an engine's flags) can express faithfully.
-inline std::string beyond_uniform_transformer(const pp_model& model) {
+// fields (an exporter writing an engine's flags) can express faithfully. Group-limited routing is
+// in no 1.5 field either; a consumer that writes it itself (the router's groups, from the kind's
+// router_groups) says so with `writes_router_groups`.
+inline std::string beyond_uniform_transformer(const pp_model& model, bool writes_router_groups = false) {
   if (model.layer_kind_count > 1) return std::to_string(model.layer_kind_count) + " kinds of layer";
   if (model.layer_kind_count == 0 || !model.layer_kinds) return "";
   const pp_layer_kind& kind = LayerKinds(model)[0];
@@ -402,6 +405,7 @@ inline std::string beyond_uniform_transformer(const pp_model& model) {
   if (kind.mlp == PP_MLP_NONE) return "layers without an MLP";
   if (kind.mlp == PP_MLP_MOE && kind.shared_ffn_hidden != kind.shared_experts * kind.expert_ffn_hidden)
     return "shared experts of their own width";
+  if (kind.mlp == PP_MLP_MOE && !writes_router_groups && routing::of(kind).groups > 1) return "group-limited routing";
   if (kind.ffn_type == PP_FFN_SQUARED_RELU) return "a squared-ReLU MLP";
   if (model.mtp_layers > 0) return "multi-token prediction";
   return "";
