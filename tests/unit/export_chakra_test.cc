@@ -327,6 +327,21 @@ TEST(ExportChakra, Llama2_70BSeedScenario) {
   }
 }
 
+// The flex dispatcher's exchange crosses the network once per node; Chakra's ALL_TO_ALL cannot say
+// so, and the export says it wrote the buffer as a plain one. The all-to-all dispatcher's is exact.
+TEST(ExportChakra, RoutedExchangeIsReportedAsAPlainAllToAll) {
+  const std::string recipe =
+      "[model]\npreset = \"mixtral-8x7b\"\nseq_len = 4096\n[training]\nglobal_batch = 8\nmicro_batch = 1\n"
+      "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 8\n[[strategy]]\nname = \"ep\"\ndegree = 8\n";
+  auto mentions_routed = [](const Exported& exported) {
+    for (const std::string& line : exported.result.unexpressed)
+      if (line.find("'ep_dispatch' sends a token once per node") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(mentions_routed(export_chakra(recipe + "dispatcher = \"flex\"\n")));
+  EXPECT_FALSE(mentions_routed(export_chakra(recipe)));
+}
+
 TEST(ExportChakra, PrefixAndUnmergedCompute) {
   const Exported merged = export_chakra(small_recipe());
   const Exported split = export_chakra(small_recipe("[export.chakra]\nprefix = \"llm\"\nmerge_compute = false\n"));

@@ -4,6 +4,7 @@
 #include <set>
 #include <span>
 
+#include "paraplan/cost_model.hpp"
 #include "plan_ops.h"
 #include "stage_program.h"
 
@@ -105,6 +106,10 @@ class StageTranslator {
                           "' outside the pipeline boundary has no peer in the plan: left out of the traces");
       return waits;
     }
+    if (paraplan::cost::routed_exchange(op))
+      unexpressed_.insert(std::string("'") + op.name +
+                          "' sends a token once per node across the network (DeepEP); Chakra has no such "
+                          "collective: written as an ALL_TO_ALL of its buffer, which a simulator prices per copy");
     uint32_t last = 0;
     for (uint32_t i = 0; i < std::max<uint32_t>(op.repeat, 1); ++i) {
       TraceNode node;
