@@ -208,6 +208,7 @@ MeasuredRun read_run(const CsvRecord& record, const Header& header, const std::s
   run.tp_comm_overlap = row.boolean("tp_comm_overlap");
   run.dp_comm_overlap = row.boolean("dp_comm_overlap");
   run.recompute_modules = row.name_list("recompute_modules");
+  run.main_grads = row.choice("main_grads", {"fp32", "bf16"});
   run.cuda_graph_modules = row.name_list("cuda_graph_modules");
   run.measured_memory_gib = row.optional_positive_number("measured_memory_gib");
 
@@ -247,7 +248,7 @@ const std::vector<std::string>& optional_columns() {
     std::vector<std::string> all = {"flash_attention", "tp_comm_overlap", "dp_comm_overlap", "attention", "layer_pattern",
                                     "etp", "fsdp", "moe_balance", "moe_dispatcher", "moe_a2a_overlap",
                                     "cuda_graph_modules", "model",
-                                    "recompute_modules", "measured_memory_gib"};
+                                    "recompute_modules", "main_grads", "measured_memory_gib"};
     all.insert(all.end(), layer_stack_columns().begin(), layer_stack_columns().end());
     return all;
   }();

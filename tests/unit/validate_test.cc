@@ -509,6 +509,36 @@ TEST(Validate, ModernColumnsReachTheRecipe) {
   EXPECT_GT(prediction.memory_per_gpu_bytes, 1e9);
 }
 
+// main_grads (modern.csv: the dtype Megatron's grad buffer has, bf16 when grad_reduce_in_fp32 is
+// off, as NVIDIA's benchmark scripts run) becomes [training] main_grads: the gradients on a GPU
+// take 2 bytes per parameter instead of 4, so the fullest GPU holds half its fp32 gradient bytes
+// less; blank keeps fp32.
+TEST(Validate, MainGradsColumnSetsTheGradientDtype) {
+  std::vector<std::string> columns = standard_columns();
+  columns.insert(columns.end(), optional_columns().begin(), optional_columns().end());
+  Row bf16 = pinned_row("bf16-grads");
+  bf16["main_grads"] = "bf16";
+  const std::vector<MeasuredRun> runs = runs_of({bf16, pinned_row("fp32-grads")}, columns);
+  EXPECT_NE(run_recipe_text(runs[0]).find("main_grads = \"bf16\""), std::string::npos) << run_recipe_text(runs[0]);
+  EXPECT_EQ(run_recipe_text(runs[1]).find("main_grads"), std::string::npos) << run_recipe_text(runs[1]);
+
+  const std::string strategies = "[[strategy]]\nname = \"tp\"\ndegree = 2\n[[strategy]]\nname = \"sp\"\ndegree = 1\n"
+                                 "mode = \"megatron\"\n[[strategy]]\nname = \"pp\"\ndegree = 2\nschedule = \"1f1b\"\n"
+                                 "trim_ends = true\n[[strategy]]\nname = \"fsdp\"\ndegree = 2\nstage = 1\n";
+  const double fp32_gradients =
+      test::evaluate_recipe(kSmallModel + training_and_cluster(2, "selective") + strategies).number("memory.gradients_bytes");
+  const Prediction with_bf16 = predict(runs[0]);
+  const Prediction with_fp32 = predict(runs[1]);
+  ASSERT_TRUE(with_bf16.evaluated() && with_fp32.evaluated()) << with_bf16.reason << with_fp32.reason;
+  EXPECT_GT(fp32_gradients, 1e7);
+  EXPECT_NEAR(with_fp32.memory_per_gpu_bytes - with_bf16.memory_per_gpu_bytes, fp32_gradients / 2, 1.0);
+
+  Row bad = pinned_row("bad");
+  bad["main_grads"] = "fp16";
+  expect_error<InputError>([&] { parse_measured_runs(csv_text({bad}, columns), "bad.csv"); },
+                           {"bad.csv:2: column 'main_grads': 'fp16' is not one of fp32|bf16"});
+}
+
 TEST(Validate, SequenceParallelWithContextParallelIsMegatronSpInsideTheRing) {
   // tp = 2, cp = 2 (ring), dp = 2: published SP is sp's megatron_sp on the ring; blank SP is
   // the better of the two, written out as ordinary recipes here.
