@@ -58,6 +58,14 @@ GemmInputFormat gemm_input_format(pp_precision precision) {
   }
 }
 
+// The 16-bit type the activations are in, and the GEMMs outside Transformer Engine run in under
+// a low-precision recipe: Megatron-Core's output layer is a tensor_parallel.ColumnParallelLinear
+// (gpt_model.py; an FP8 head is the opt-in fp8_output_proj, MXFP8 only) and its router multiplies
+// in the router's dtype (router.py), so neither is quantised.
+pp_dtype activation_dtype(const pp_training& training) {
+  return training.precision == PP_PRECISION_FP16 ? PP_DTYPE_FP16 : PP_DTYPE_BF16;
+}
+
 // Emits the forward op and its backward (twice the work: input and weight gradients) and, when
 // the recipe recomputes it, the re-run forward; every op of a layer is of the layer's kind.
 class OpEmitter {
@@ -177,6 +185,7 @@ class LayerBuilder {
                const WorkloadOptions& options)
       : plan_(plan), index_(index), kind_(kind), t_(t), options_(options),
         emit_(plan, PP_SCOPE_LAYER, gemm_dtype(training), recomputed_modules(training), index),
+        unquantised_(plan, PP_SCOPE_LAYER, activation_dtype(training), recomputed_modules(training), index),
         format_(gemm_input_format(training.precision)),
         gemm_input_bytes_(format_.stored_bytes),
         full_recompute_(training.recompute == PP_RECOMPUTE_FULL),
@@ -371,7 +380,7 @@ class LayerBuilder {
     const double experts = static_cast<double>(kind_.experts), ffn = static_cast<double>(kind_.expert_ffn_hidden);
     const double top_k = static_cast<double>(kind_.top_k), copies = tok * top_k;
     const double activation_passes = swiglu ? 3.0 : 2.0;  // read gate and up (or the input), write the product
-    emit_.gemm(PP_OP_ROUTER, tok, experts, h, kMoe);
+    unquantised_.gemm(PP_OP_ROUTER, tok, experts, h, kMoe);
     constexpr double kPasses = moe::kUnfusedMoePasses;  // the routed path's kernels (moe_kernels.hpp)
     emit_.memory_bound(PP_OP_ROUTER_TOPK, kPasses * ((4.0 + 4.0) * tok * experts + (4.0 + 8.0) * copies), -1.0, kMoe);
     emit_.memory_bound(PP_OP_MOE_PERMUTE, kPasses * 2.0 * kActivationBytes * copies * h, -1.0, kMoe);
@@ -416,7 +425,7 @@ class LayerBuilder {
   void mtp_outputs() {
     const double tok = t_.tokens, h = t_.hidden, vocab = t_.vocab;
     norm(PP_OP_FINAL_NORM);
-    emit_.gemm(PP_OP_MTP_LOGITS, tok, vocab, h);
+    unquantised_.gemm(PP_OP_MTP_LOGITS, tok, vocab, h);
     emit_.memory_bound(PP_OP_MTP_LOSS, 3.0 * 4.0 * tok * vocab);
     act(PP_MEMORY_ACT_MTP_LOGITS, 4.0 * tok * vocab);
   }
@@ -459,7 +468,7 @@ class LayerBuilder {
     const double dense_width =
         static_cast<double>(kind_.mlp == PP_MLP_DENSE ? kind_.ffn_hidden : kind_.mlp == PP_MLP_MOE ? kind_.shared_ffn_hidden : 0);
     if (dense_width > 0) blocks += 1, forward_width += dense_width, backward_width += up_outputs * dense_width;
-    if (kind_.mtp) blocks += 2;  // the projection's input (2h) and the extra head's
+    if (kind_.mtp) blocks += 2;  // the projection's input (2h); the head it passes through is not quantised
     if (blocks > 0) emit_.memory_bound(PP_OP_FP8_CAST_SEQ, cast_bytes * tok * h * blocks, cast_bytes * tok * h * blocks);
     if (forward_width > 0 || backward_width > 0)
       emit_.memory_bound(PP_OP_FP8_CAST_TENSOR, cast_bytes * tok * forward_width, cast_bytes * tok * backward_width);
@@ -478,6 +487,7 @@ class LayerBuilder {
   const Tokens& t_;
   const WorkloadOptions& options_;
   OpEmitter emit_;
+  OpEmitter unquantised_;  // the router and the MTP module's pass through the output layer
   GemmInputFormat format_;
   double gemm_input_bytes_;
   bool full_recompute_;
@@ -524,7 +534,7 @@ void build_workload(Plan& plan, const WorkloadOptions& options) {
   for (uint32_t index = 0; index < kinds.size(); ++index)
     LayerBuilder(plan, index, kinds[index], t, training, options).build();
 
-  OpEmitter head(plan, PP_SCOPE_HEAD, gemm_dtype(training), recomputed_modules(training));
+  OpEmitter head(plan, PP_SCOPE_HEAD, activation_dtype(training), recomputed_modules(training));
   head.memory_bound(PP_OP_FINAL_NORM, 2.0 * kActivationBytes * t.tokens * t.hidden);
   head.gemm(PP_OP_LOGITS, t.tokens, t.vocab, t.hidden);
   head.memory_bound(PP_OP_LOSS, 3.0 * 4.0 * t.tokens * t.vocab);  // fp32 softmax: read logits, write probs, read for grad

@@ -155,26 +155,42 @@ TEST(ExportTorchtitan, LongContextMatchesTheGoldenFilesAndTheRecipe) {
 // torchtitan places in a V (pipeline_parallel.py: rank r runs stages r and 2p -
 // 1 - r), as the plan does.
 TEST(ExportTorchtitan, DualPipeVIsTorchsSchedule) {
-  const ExportResult even = test::export_recipe(kLongContext, "torchtitan",
-                                                {"strategy.pp.schedule=dualpipe-v", "strategy.pp.virtual_stages=1"});
-  const toml::table config = toml::parse(file_named(even, "torchtitan_job.toml").data);
+  const ExportResult untrimmed = test::export_recipe(kLongContext, "torchtitan",
+                                                     {"strategy.pp.schedule=dualpipe-v", "strategy.pp.virtual_stages=1"});
+  const toml::table config = toml::parse(file_named(untrimmed, "torchtitan_job.toml").data);
   EXPECT_EQ(text(config, "parallelism", "pipeline_parallel_schedule"), "DualPipeV");
-  EXPECT_EQ(integer(config, "parallelism", "pipeline_parallel_layers_per_stage"),
-            10);  // 80 layers / (2 x 4)
-  EXPECT_FALSE(mentions(even.unexpressed, "pp schedule"));
-  // Ends trimmed: the model parts in the model's order, every layer once, the
-  // embedding first and the head last (both of them on rank 0 once torchtitan
-  // folds the parts into a V).
+  EXPECT_FALSE(mentions(untrimmed.unexpressed, "pp schedule"));
+  // The model parts in the model's order, every layer once, the embedding first and the head
+  // last (both of them on rank 0 once torchtitan folds the parts into a V). The ranks' pairs are
+  // balanced (pp_test: DualPipeVBalancesTheRanksPairs): a Llama 3 70B layer at 32K is
+  // 2h(q + 2kv) + 2qh + 6hf + 4s·a·d = 2,785 MFLOPs a token, the head 2hV = 2,101 (0.754 of a
+  // layer), 80.754 units, 20.19 a rank. Rank 0: 19 layers and the head, 10 + 9 the most even pair;
+  // ranks 1 and 2: 20 of the 20.33 and 20.5 left a rank, 10 + 10; rank 3 the middle 21, 11 + 10.
+  const std::vector<size_t> layers_per_part{10, 10, 10, 11, 10, 10, 10, 9};
+  auto parts_of = [](const toml::table& job) {
+    std::vector<std::vector<std::string>> parts;
+    const toml::array* array = job["parallelism"]["module_fqns_per_model_part"].as_array();
+    if (!array) return parts;
+    for (const toml::node& part : *array) {
+      parts.emplace_back();
+      for (const toml::node& name : *part.as_array()) parts.back().push_back(name.value<std::string>().value_or(""));
+    }
+    return parts;
+  };
+  const std::vector<std::vector<std::string>> balanced = parts_of(config);
+  ASSERT_EQ(balanced.size(), 8u);
+  for (size_t part = 0; part < 8; ++part) {
+    const size_t extra = part == 0 ? 1 : part == 7 ? 2 : 0;  // tok_embeddings; norm and output
+    EXPECT_EQ(balanced[part].size(), layers_per_part[part] + extra) << part;
+  }
+  // Ends trimmed: the embedding weighs a mean layer too.
   const ExportResult trimmed = test::export_recipe(
       kLongContext, "torchtitan",
       {"strategy.pp.schedule=dualpipe-v", "strategy.pp.virtual_stages=1", "strategy.pp.trim_ends=true"});
-  const toml::table uneven = toml::parse(file_named(trimmed, "torchtitan_job.toml").data);
-  const toml::array *parts = uneven["parallelism"]["module_fqns_per_model_part"].as_array();
-  ASSERT_NE(parts, nullptr);
-  ASSERT_EQ(parts->size(), 8u);
+  const std::vector<std::vector<std::string>> parts = parts_of(toml::parse(file_named(trimmed, "torchtitan_job.toml").data));
+  ASSERT_EQ(parts.size(), 8u);
   std::vector<std::string> names;
-  for (const toml::node &part : *parts)
-    for (const toml::node &name : *part.as_array()) names.push_back(name.value<std::string>().value_or(""));
+  for (const std::vector<std::string>& part : parts) names.insert(names.end(), part.begin(), part.end());
   ASSERT_EQ(names.size(), 80u + 3);
   EXPECT_EQ(names.front(), "tok_embeddings");
   EXPECT_EQ(names.back(), "output");

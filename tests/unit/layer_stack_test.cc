@@ -458,7 +458,7 @@ TEST(LayerStack, PerStageMemoryIsTheHandCalculation) {
                                                        12 * routed * (1 - 1 / edp) + activations + kGiB,
                 1e3);
   };
-  {  // DeepSeek-V3, stage 2 of 16: 4 MoE layers, FP8, mla_up_proj + layernorm + moe_act recomputed.
+  {  // DeepSeek-V3, stage 3 of 16: 4 MoE layers, FP8, mla_up_proj + layernorm + moe_act recomputed.
     const double h = 7168, a = 128, q_lora = 1536, kv_lora = 512, nope = 128, rope = 64, v = 128, tokens = 4096;
     const double per_layer = mla(h, a, q_lora, kv_lora, nope, rope, v) + 2 * h + h * 256 + swiglu(h, 2048);
     const double routed = 256 * swiglu(h, 2048) / 64;
@@ -466,10 +466,10 @@ TEST(LayerStack, PerStageMemoryIsTheHandCalculation) {
     // the shared expert keeps its halves and its FP8 product: 2 x 2 + 1 bytes per element.
     const double kept = 2 * h + 2 * (q_lora + kv_lora) + 2 * rope + 1 * a * v + 2 * h + 4 * 256 + 1 * 8 * h +
                         2 * 2 * 8 * 2048 + (2 * 2 + 1) * 2048;
-    // DualPipe-V: chunk 0 (virtual stage 2, 2 layers) holds 2p - s = 30 sets, chunk 1 (virtual
-    // stage 29, 2 layers) s + 1 = 3.
-    expect_stage(scenario("deepseek-v3-2048xh800.toml"), 2, 4 * per_layer, 4 * routed, 128, 2,
-                 kept * tokens * 2 * (30 + 3));
+    // DualPipe-V: chunk 0 (virtual stage 3, 2 layers) holds 2p - s = 29 sets, chunk 1 (virtual
+    // stage 28, 2 layers) s + 1 = 4.
+    expect_stage(scenario("deepseek-v3-2048xh800.toml"), 3, 4 * per_layer, 4 * routed, 128, 2,
+                 kept * tokens * 2 * (29 + 4));
   }
   {  // GPT-OSS-120B, stage 0 of 4: the embedding and 9 layers, bf16, layernorm + moe_act recomputed.
     const double h = 2880, q = 64 * 64, kv = 8 * 64, tokens = 4096, vocab = 201088;

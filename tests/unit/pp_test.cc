@@ -471,6 +471,30 @@ TEST(PipelineParallel, DualPipeVFoldsTheStagesIntoAV) {
   EXPECT_EQ(stage_layers(trimmed), (std::vector<int64_t>{6, 8, 8, 8}));
 }
 
+// DualPipe-V's ranks, not its chunks, are balanced: rank s holds chunks s and 2p - 1 - s, rank 0
+// the output head. The small GPT's layer is 24h^2 + 4sh = 28 x 1024^2 FLOPs per token; with a
+// vocabulary of 56 x 1024 the head's 2hV is 4 layers, 8 under FP8 (the head stays bf16 where the
+// layers run at twice the rate). p = 4, bf16: 32 + 4 = 36 units, 9 a rank; rank 0 takes 5 layers
+// beside the head (4 + 1, the most even pair), ranks 1 and 2 take 9 (4 + 5), the middle rank
+// the 9 left (5 + 4). FP8: 40 units, 10 a rank; rank 0 takes 2 layers (1 + 1), the rest 10 each.
+TEST(PipelineParallel, DualPipeVBalancesTheRanksPairs) {
+  auto recipe = [](const std::string& precision) {
+    return "[model]\nlayers = 32\nhidden = 1024\nheads = 16\nvocab = 57344\nseq_len = 1024\n"
+           "[training]\nglobal_batch = 16\nmicro_batch = 1\nprecision = \"" + precision + "\"\n"
+           "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 4\n"
+           "[[strategy]]\nname = \"pp\"\ndegree = 4\nschedule = \"dualpipe-v\"\n";
+  };
+  const test::Evaluated bf16 = test::evaluate_recipe(recipe("bf16"));
+  EXPECT_EQ(stage_layers(bf16), (std::vector<int64_t>{5, 9, 9, 9}));
+  const paraplan::PlanView view(bf16.composed.plan->view());
+  const std::vector<std::pair<int64_t, int64_t>> chunks{{4, 1}, {4, 5}, {4, 5}, {5, 4}};
+  for (size_t stage = 0; stage < 4; ++stage) {
+    EXPECT_EQ(view.layers_on_chunk(stage, 0, PP_EVERY_LAYER_KIND), chunks[stage].first) << stage;
+    EXPECT_EQ(view.layers_on_chunk(stage, 1, PP_EVERY_LAYER_KIND), chunks[stage].second) << stage;
+  }
+  EXPECT_EQ(stage_layers(test::evaluate_recipe(recipe("fp8"))), (std::vector<int64_t>{2, 10, 10, 10}));
+}
+
 TEST(PipelineParallel, DualPipeVKeepsMostSetsOnTheChunkFarFromTheLoss) {
   // dualpipev.py on p = 4: rank s holds 2p - s = 8 - s sets of chunk 0 and s +
   // 1 of chunk 1. Rank 1's chunks are 4 layers each: (7 + 2) / 2 = 4.5

@@ -173,6 +173,37 @@ TEST(MemoryBoundKernels, BlockScaledCastsCarryTheirScales) {
   }
 }
 
+TEST(LowPrecision, TheOutputLayerAndTheRouterStayInBf16) {
+  // Transformer Engine quantises only its own modules: Megatron-Core's output layer is a
+  // tensor_parallel.ColumnParallelLinear (gpt_model.py, unless the opt-in MXFP8 fp8_output_proj)
+  // and the router multiplies in its own dtype (router.py). DeepSeek-V3's report (sec. 3.3.1)
+  // keeps the output head and the gating in BF16 too.
+  pp_model moe = gpt(2, 4096, 32, 32000, 2048);
+  moe.moe_experts = 8, moe.moe_top_k = 2, moe.moe_ffn_hidden = 4096;
+  for (pp_precision precision : {PP_PRECISION_FP8, PP_PRECISION_MXFP8, PP_PRECISION_NVFP4}) {
+    SCOPED_TRACE(static_cast<int>(precision));
+    pp_training low = training(2, PP_RECOMPUTE_NONE);
+    low.precision = precision;
+    auto plan = build(moe, low, true);
+    size_t unquantised = 0;
+    for (const pp_op& op : plan->op_list()) {
+      if (op.kind != PP_OP_GEMM) continue;
+      const std::string name = op.name;
+      const bool outside_te = name == PP_OP_LOGITS || name == PP_OP_ROUTER;
+      EXPECT_EQ(op.dtype, outside_te ? PP_DTYPE_BF16 : gemm_dtype(low)) << name;
+      unquantised += outside_te;
+    }
+    EXPECT_EQ(unquantised, 2u * 2u);  // forward and backward of each
+  }
+  pp_training fp16 = training(2, PP_RECOMPUTE_NONE);
+  fp16.precision = PP_PRECISION_FP16;
+  for (const pp_op& op : build(moe, fp16, true)->op_list()) {
+    if (op.kind == PP_OP_GEMM) {
+      EXPECT_EQ(op.dtype, PP_DTYPE_FP16) << op.name;
+    }
+  }
+}
+
 TEST(Activations, KorthikantiWithoutParallelism) {
   // s·b·h·(34 + 5·a·s/h) bytes per layer (Korthikanti et al. 2022, eq. 1), no flash attention.
   const double s = 2048, b = 4, h = 4096, a = 32;

@@ -1,6 +1,7 @@
 #include "layer_placement.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <numeric>
 
@@ -150,6 +151,57 @@ std::vector<int64_t> balance_by_cost(const std::vector<double>& costs, int64_t p
     *largest -= half;
     sizes.insert(largest + 1, half);
   }
+  return sizes;
+}
+
+std::vector<int64_t> balance_pairs_by_cost(const std::vector<double>& costs, int64_t stages) {
+  const int64_t n = static_cast<int64_t>(costs.size());
+  if (stages < 1 || 2 * stages > n)
+    throw ConstraintError(text(2 * stages) + " chunks in a V of " + text(stages) + " stages for " + text(n) +
+                          " layers: each needs at least one");
+  std::vector<double> prefix(static_cast<size_t>(n) + 1, 0.0);
+  for (size_t i = 0; i < costs.size(); ++i) prefix[i + 1] = prefix[i] + costs[i];
+  const auto sum = [&](int64_t from, int64_t to) { return prefix[static_cast<size_t>(to)] - prefix[static_cast<size_t>(from)]; };
+  // Stages 0 .. p-2 peel a front and a back piece off the layers left, [front, back), each pair
+  // as near the mean of what is left per stage as whole layers allow; the middle stage takes the
+  // rest as its two chunks. A stage whose least pair is above the mean (stage 0 with the head)
+  // takes that least, and the stages after it share the rest.
+  int64_t front = 0, back = n;
+  std::vector<int64_t> fronts, backs;
+  for (int64_t stage = 0; stage + 1 < stages; ++stage) {
+    const int64_t spare = back - front - 2 * (stages - 1 - stage);  // layers this stage may take
+    const double target = sum(front, back) / static_cast<double>(stages - stage);
+    // Nearest the target first; among pairs as near (the same layers split differently), the
+    // most even chunks, which DualPipe's bubble assumes.
+    const double tolerance = 1e-9 * target;
+    int64_t best_front = 0, best_back = 0;
+    double best_miss = 0, best_uneven = 0;
+    auto consider = [&](int64_t take_front, int64_t take_back) {
+      const double front_cost = sum(front, front + take_front), back_cost = sum(back - take_back, back);
+      const double miss = std::abs(front_cost + back_cost - target), uneven = std::abs(front_cost - back_cost);
+      if (best_front == 0 || miss < best_miss - tolerance || (miss <= best_miss + tolerance && uneven < best_uneven))
+        best_front = take_front, best_back = take_back, best_miss = miss, best_uneven = uneven;
+    };
+    // For each front piece, the back pieces either side of the target; the back pointer only
+    // moves inward as the front grows.
+    int64_t take_back = spare - 1;
+    for (int64_t take_front = 1; take_front < spare; ++take_front) {
+      take_back = std::min(take_back, spare - take_front);
+      const double front_cost = sum(front, front + take_front);
+      while (take_back > 1 && front_cost + sum(back - take_back, back) > target) --take_back;
+      consider(take_front, take_back);
+      if (take_back + 1 <= spare - take_front) consider(take_front, take_back + 1);
+      if (front_cost + sum(back - 1, back) > target) break;  // a larger front only misses by more
+    }
+    fronts.push_back(best_front), backs.push_back(best_back);
+    front += best_front, back -= best_back;
+  }
+  // The middle stage's two chunks, adjacent in the model: split by cost.
+  const std::vector<int64_t> middle =
+      balance_by_cost(std::vector<double>(costs.begin() + front, costs.begin() + back), 2);
+  std::vector<int64_t> sizes(fronts);
+  sizes.insert(sizes.end(), middle.begin(), middle.end());
+  sizes.insert(sizes.end(), backs.rbegin(), backs.rend());
   return sizes;
 }
 

@@ -255,13 +255,16 @@ class PipelineParallel : public paraplan::Strategy {
         throw paraplan::ConstraintError("pp = " + std::to_string(p) + " x " + std::to_string(placed.virtual_stages) +
                                         " model chunks per rank is more than the model's " +
                                         std::to_string(model.layer_sequence_length) + " layers");
-      if (trim_ends_) {
+      if (schedule_ == PP_SCHEDULE_DUALPIPE_V) {
+        placed.virtual_stage_layers = dualpipe_v_split(costs, context);
+      } else if (trim_ends_) {
         const double mean = std::accumulate(costs.begin(), costs.end(), 0.0) / static_cast<double>(costs.size());
         costs.insert(costs.begin(), mean);
         costs.push_back(mean);
       }
-      placed.virtual_stage_layers = pp_strategy::balance_by_cost(costs, p * placed.virtual_stages);
-      if (trim_ends_) {  // the ends' weights were not layers
+      if (schedule_ != PP_SCHEDULE_DUALPIPE_V)
+        placed.virtual_stage_layers = pp_strategy::balance_by_cost(costs, p * placed.virtual_stages);
+      if (schedule_ != PP_SCHEDULE_DUALPIPE_V && trim_ends_) {  // the ends' weights were not layers
         --placed.virtual_stage_layers.front();
         --placed.virtual_stage_layers.back();
       }
@@ -273,6 +276,28 @@ class PipelineParallel : public paraplan::Strategy {
       placed.stage_layers[static_cast<size_t>(stage)] += placed.virtual_stage_layers[i];
     }
     return placed;
+  }
+
+  // DualPipe-V's chunks, balanced by the pair each rank holds (pp_strategy::balance_pairs_by_cost),
+  // with the output head on stage 0's second chunk weighed as it runs: 2hV FLOPs per token in
+  // 16-bit, since the head is no Transformer Engine module (Megatron-Core's ColumnParallelLinear;
+  // DeepSeek-V3 keeps it in BF16 too), where a low-precision recipe's layers run at twice the
+  // bf16 rate or more (every FP8 GPU's datasheet); the MTP module's pass through it likewise.
+  // trim_ends weighs the embedding a mean layer, as Megatron-LM's account_for_embedding does.
+  std::vector<int64_t> dualpipe_v_split(std::vector<double> costs, const paraplan::StrategyContext& context) const {
+    const pp_model& model = context.model;
+    const double head = 2.0 * static_cast<double>(model.hidden) * static_cast<double>(model.vocab);
+    const pp_precision precision = context.training.precision;
+    const bool quantised =
+        precision == PP_PRECISION_FP8 || precision == PP_PRECISION_MXFP8 || precision == PP_PRECISION_NVFP4;
+    const double sixteen_bit = quantised ? 2.0 : 1.0;
+    const paraplan::LayerKinds kinds(model);
+    for (int64_t i = 0; i < model.layer_sequence_length; ++i)
+      if (kinds[kinds.kind_of_layer(i)].mtp) costs[static_cast<size_t>(i)] += (sixteen_bit - 1.0) * head;
+    const double mean = std::accumulate(costs.begin(), costs.end(), 0.0) / static_cast<double>(costs.size());
+    costs.back() += sixteen_bit * head;
+    if (trim_ends_) costs.front() += mean;
+    return pp_strategy::balance_pairs_by_cost(costs, context.degree);
   }
 
   static bool overlaps_expert_exchange(const paraplan::PlanView& view) {
