@@ -73,7 +73,7 @@ class PipelineParallel : public paraplan::Strategy {
                                    "when pp does not divide the layers: ceil(layers/pp) on the middle stages, the rest "
                                    "shared by the first and last (Llama 3 405B: 126 layers on 16 stages = 7, 8 x 14, 7); "
                                    "layers of several kinds: the embedding and the loss weigh a mean layer each in the "
-                                   "cost-balanced split"),
+                                   "cost-balanced split (dualpipe-v: the embedding a mean layer, the head what it costs)"),
          paraplan::ParamSpec::String("layout", "",
                                      "Megatron-LM's --pipeline-model-parallel-layout: E embedding, t decoder layer, m MTP "
                                      "module, L loss, | between virtual stages, (...)*N and x*N repeats, e.g. "
@@ -85,8 +85,8 @@ class PipelineParallel : public paraplan::Strategy {
   // schedule ep's overlap can run on.
   // Layer counts pp does not divide are split the Llama 3 way (trim_ends); explicit end stage
   // sizes stay as the recipe sets them. DualPipe-V's V puts the embedding and the head on the same
-  // rank, beside its first and last chunk: trimming both ends lightens that one rank twice and
-  // balances chunks, not the pairs a rank holds, so both ways are tried (DeepSeek-V3 trains untrimmed).
+  // rank, beside its first and last chunk, whose pair is balanced with the head's cost either way;
+  // trim_ends adds the embedding's, and both are tried (DeepSeek-V3 trains untrimmed).
   static std::vector<paraplan::SearchCase> search_space() {
     return {paraplan::SearchCase::degrees(2)
                 .choose("schedule", {"1f1b", "zero-bubble"})
