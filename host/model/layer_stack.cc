@@ -118,6 +118,8 @@ void check_keys(const pp_model& shape, const LayerStackKeys& keys) {
     throw LayerStackError("moe_shared_ffn_hidden", "needs moe_shared_experts > 0");
   if (keys.moe_layer_freq < 1) throw LayerStackError("moe_layer_freq", "must be at least 1");
   check_router_groups(shape, keys);
+  if (keys.activation_clamp > 0 && shape.ffn_type != PP_FFN_SWIGLU)
+    throw LayerStackError("activation_clamp", "clamps a gated linear unit's two halves: it needs ffn_type = \"swiglu\"");
   if (keys.full_attention_every > 0 && keys.sliding_window == 0)
     throw LayerStackError("full_attention_every", "needs sliding_window > 0");
   if (keys.sliding_window > shape.seq_len)
@@ -218,6 +220,8 @@ LayerStack LayerStack::build(const pp_model& shape, const LayerStackKeys& keys) 
       else
         set_dense_mlp(kind, shape);
     }
+    kind.linear_bias = keys.linear_bias ? 1 : 0;
+    if (kind.mlp != PP_MLP_NONE) kind.activation_clamp = keys.activation_clamp;
     add(kind);
   }
   // A multi-token-prediction module repeats the last layer's kind (DeepSeek-V3, Megatron-LM).

@@ -40,6 +40,8 @@ struct LayerStackKeys {
   std::string layer_pattern;          // Megatron-LM's hybrid pattern; empty = a transformer stack
   int64_t mamba_heads = 0, mamba_head_dim = 0, mamba_state = 0, mamba_groups = 0, mamba_conv_kernel = 4;
   int64_t mtp_layers = 0;             // multi-token-prediction modules after the last layer
+  bool linear_bias = false;           // biases on every linear layer (Megatron's add_bias_linear)
+  double activation_clamp = 0;        // a GLU's inputs clamped to +-this (0 = none)
 };
 
 // A key whose value the stack cannot be built from, and why (the recipe reader adds the place).

@@ -97,6 +97,7 @@ Plan::Plan(const pp_model& model, const pp_training& training, const pp_cluster&
     model_.tied_embeddings = 0;
     model_.dropout = kDefaultDropout;
     model_.rotary_base = model_.norm_epsilon = 0;
+    model_.position_embedding = PP_POSITION_EMBEDDING_UNSPECIFIED;
   }
   model_.struct_size = sizeof(pp_model);
   stack_.attach(model_);

@@ -20,6 +20,10 @@ constexpr double kMambaChunk = 128.0;
 struct Tokens {
   double batch, seq, tokens, hidden, vocab;
   bool dropout;  // masks kept for backward (dropout > 0)
+  pp_position_embedding positions;
+  // Biases added outside the bias-dropout-add kernel: an MoE model with biases runs it unfused
+  // (Megatron-Core's TEGroupedMLP refuses bias_dropout_fusion with add_bias_linear).
+  bool unfused_bias_add;
 };
 
 Tokens tokens_of(const pp_model& model, const pp_training& training) {
@@ -30,6 +34,12 @@ Tokens tokens_of(const pp_model& model, const pp_training& training) {
   t.hidden = static_cast<double>(model.hidden);
   t.vocab = static_cast<double>(model.vocab);
   t.dropout = model.dropout > 0;
+  t.positions = position_embedding(model);
+  bool biases = false, experts = false;
+  const LayerKinds kinds(model);
+  for (uint32_t i = 0; i < kinds.size(); ++i)
+    biases = biases || linear_bias(kinds[i]), experts = experts || kinds[i].mlp == PP_MLP_MOE;
+  t.unfused_bias_add = biases && experts;
   return t;
 }
 
@@ -214,13 +224,42 @@ class LayerBuilder {
     add_memory(plan_, PP_MEMORY_ACTIVATIONS, PP_SCOPE_LAYER, name, bytes, index_);
   }
   bool recomputes(uint32_t module) const { return (module & recomputed_) != 0; }
+  // A clamped GLU's activation keeps the clamped copy it multiplied, beside the unclamped GEMM
+  // output the clamps keep for their own gradient: the pre-activation bytes once more.
+  double clamped_copy_bytes(double pre_activation) const { return activation_clamp(kind_) > 0 ? pre_activation : 0.0; }
   // Bias, dropout and residual add after each block, fused (Megatron-LM's bias_dropout_add):
   // read the block's output and the residual stream, write the sum, and the 1-byte mask where
   // dropout is on, forward (7 bytes per element); backward reads the gradient (and mask) and
   // writes both branches' (7).
-  void residual(const char* name) {
-    const double bytes = (3.0 * kActivationBytes + (t_.dropout ? 1.0 : 0.0)) * t_.tokens * t_.hidden;
-    emit_.memory_bound(name, bytes, bytes);
+  // A block whose output carries a bias the fused kernel cannot take (t_.unfused_bias_add) adds
+  // it first, eagerly: read and write the output forward (4 bytes), the bias gradient's
+  // reduction reads the output gradient backward (2).
+  void residual(const char* name, bool biased = false) {
+    const double elements = t_.tokens * t_.hidden;
+    const double bytes = (3.0 * kActivationBytes + (t_.dropout ? 1.0 : 0.0)) * elements;
+    const bool eager_bias = biased && t_.unfused_bias_add && linear_bias(kind_);
+    emit_.memory_bound(name, bytes + (eager_bias ? 2.0 * kActivationBytes * elements : 0.0),
+                       bytes + (eager_bias ? kActivationBytes * elements : 0.0));
+  }
+  // Rotary position embedding of Q and K (their widths per token). Fused (Megatron-Core's
+  // apply_rope_fusion, Transformer Engine's kernel): each element read and written once, forward
+  // and backward. YaRN: Megatron-Bridge turns the fusion off for any position embedding but plain
+  // rope (utils/fusions.py), and rope_utils.py's _apply_rotary_pos_emb_bshd runs t * cos, the
+  // negated half, their concatenation, its product with sin, the sum and a final concatenation:
+  // 12 element reads and writes, 24 bytes, and as many in backward.
+  void rotary(double q_width, double kv_width) {
+    const double elements = t_.tokens * (q_width + kv_width);
+    if (t_.positions == PP_POSITION_EMBEDDING_ROPE) emit_.memory_bound(PP_OP_ROTARY, 2.0 * kActivationBytes * elements, 2.0 * kActivationBytes * elements);
+    if (t_.positions == PP_POSITION_EMBEDDING_YARN) emit_.memory_bound(PP_OP_ROTARY, 12.0 * kActivationBytes * elements, 12.0 * kActivationBytes * elements);
+  }
+  // A clamped GLU (activation_clamp; Megatron-Core's fused_bias_geglu.py and mlp.py): before the
+  // fused activation, eager clamps of the gate and the linear half (each read and written) and
+  // their concatenation (read and written): 8 element passes per width element, 16 bytes; backward,
+  // each half's clamp gradient (the gradient and the input read, one written) and the chunk's
+  // concatenation of the two: 6 + 4 passes, 20 bytes.
+  void clamp(const char* name, double rows, double width, uint32_t module) {
+    if (activation_clamp(kind_) <= 0) return;
+    emit_.memory_bound(name, 8.0 * kActivationBytes * rows * width, 10.0 * kActivationBytes * rows * width, module);
   }
   void dropout_mask(const char* name) {
     if (t_.dropout) act(name, t_.tokens * t_.hidden);  // 1 byte per element
@@ -239,9 +278,10 @@ class LayerBuilder {
     const double kv_width = static_cast<double>(kind_.kv_heads) * d;
     norm(PP_OP_ATTN_NORM);
     emit_.gemm(PP_OP_QKV, tok, q_width + 2.0 * kv_width, h);
+    rotary(q_width, kv_width);
     core(heads, d, d);
     emit_.gemm(PP_OP_ATTN_OUT, tok, h, q_width);
-    residual(PP_OP_ATTN_RESIDUAL);
+    residual(PP_OP_ATTN_RESIDUAL, /*biased=*/true);
     // Activations kept for backward (Korthikanti et al. 2022, sec. 4.1, generalised to GQA).
     // FP8 training (Transformer Engine) keeps a GEMM's input for the weight gradient as the
     // 1-byte cast it multiplied; tensors other kernels read back (norm inputs, Q/K/V) stay 2.
@@ -276,7 +316,7 @@ class LayerBuilder {
     emit_.gemm(PP_OP_MLA_KV_UP, tok, heads * (nope + v), kv_lora, PP_RECOMPUTE_MLA_UP_PROJ);
     core(heads, qk, v);
     emit_.gemm(PP_OP_ATTN_OUT, tok, h, heads * v);
-    residual(PP_OP_ATTN_RESIDUAL);
+    residual(PP_OP_ATTN_RESIDUAL, /*biased=*/true);
     act(PP_MEMORY_ACT_ATTN_NORM_INPUT, kActivationBytes * tok * h);
     act(PP_MEMORY_ACT_QKV_INPUT, gemm_input_bytes_ * tok * h, PP_RECOMPUTE_LAYERNORM);  // both down projections' input
     // The latents: the norms' inputs (2 bytes) and the shared rotary key, kept; the norms'
@@ -324,7 +364,7 @@ class LayerBuilder {
     emit_.gemm(PP_OP_MAMBA_SCAN, tok, inner, chunk + 2.0 * n + chunk * n * groups / (heads * p));
     emit_.memory_bound(PP_OP_MAMBA_NORM, 3.0 * kActivationBytes * tok * inner);
     emit_.gemm(PP_OP_MAMBA_OUT_PROJ, tok, h, inner);
-    residual(PP_OP_ATTN_RESIDUAL);
+    residual(PP_OP_ATTN_RESIDUAL, /*biased=*/true);
     act(PP_MEMORY_ACT_ATTN_NORM_INPUT, kActivationBytes * tok * h);
     act(PP_MEMORY_ACT_MAMBA_IN_PROJ_INPUT, gemm_input_bytes_ * tok * h, PP_RECOMPUTE_LAYERNORM);
     act(PP_MEMORY_ACT_MAMBA_PROJECTED, kActivationBytes * tok * projected);
@@ -351,12 +391,13 @@ class LayerBuilder {
     const double ffn = static_cast<double>(kind_.ffn_hidden);
     emit_.gemm(PP_OP_MLP_UP, tok, ffn, h, kMlp);
     if (swiglu) emit_.gemm(PP_OP_MLP_GATE, tok, ffn, h, kMlp);
+    clamp(PP_OP_MLP_CLAMP, tok, ffn, kMlp);
     emit_.memory_bound(PP_OP_MLP_ACT, (swiglu ? 3.0 : 2.0) * kActivationBytes * tok * ffn, -1.0, kMlp);
     emit_.gemm(PP_OP_MLP_DOWN, tok, h, ffn, kMlp);
-    residual(PP_OP_MLP_RESIDUAL);
+    residual(PP_OP_MLP_RESIDUAL, /*biased=*/true);
     act(PP_MEMORY_ACT_MLP_NORM_INPUT, kActivationBytes * tok * h);
     act(PP_MEMORY_ACT_MLP_INPUT, gemm_input_bytes_ * tok * h, PP_RECOMPUTE_LAYERNORM);
-    act(PP_MEMORY_ACT_MLP_HIDDEN, hidden_bytes * tok * ffn, kMlp);
+    act(PP_MEMORY_ACT_MLP_HIDDEN, (hidden_bytes + clamped_copy_bytes(pre_activation)) * tok * ffn, kMlp);
     dropout_mask(PP_MEMORY_ACT_MLP_DROPOUT_MASK);
   }
 
@@ -389,9 +430,17 @@ class LayerBuilder {
     // drop-and-pad routing, whose sizes are fixed.
     emit_.host_sync(kMoe);
     emit_.gemm(PP_OP_EXPERT_UP, copies / experts, up_outputs * ffn, h, kMoe, experts);
+    clamp(PP_OP_EXPERT_CLAMP, copies, ffn, kMoe | PP_RECOMPUTE_MOE_ACT);
     emit_.memory_bound(PP_OP_EXPERT_ACT, kPasses * activation_passes * kActivationBytes * copies * ffn, -1.0,
                        kMoe | PP_RECOMPUTE_MOE_ACT);
     emit_.gemm(PP_OP_EXPERT_DOWN, copies / experts, h, ffn, kMoe, experts);
+    // fc2's bias (linear_bias): experts.py's _apply_bias adds it per expert, weighted by the
+    // copy's probability, and concatenates the pieces: the product written, read with the output
+    // and the sum written, then read and written by the concatenation, 12 bytes per element;
+    // backward, the split's concatenation of the gradients (4) and the bias' and probabilities'
+    // gradients, each a product written and reduced (6 + 6).
+    if (linear_bias(kind_))
+      emit_.memory_bound(PP_OP_EXPERT_BIAS, 6.0 * kActivationBytes * copies * h, 8.0 * kActivationBytes * copies * h, kMoe);
     emit_.memory_bound(PP_OP_MOE_UNPERMUTE, kPasses * (kActivationBytes * (copies + tok) * h + 4.0 * copies), -1.0, kMoe);
     const double shared = static_cast<double>(kind_.shared_ffn_hidden);
     if (shared > 0) {
@@ -406,7 +455,8 @@ class LayerBuilder {
     act(PP_MEMORY_ACT_ROUTER_PROBS, 4.0 * tok * experts, kMoe);  // the router is not split by TP
     act(PP_MEMORY_ACT_EXPERT_INPUT, gemm_input_bytes_ * copies * h, kMoe);
     // With the activation recomputed, only its inputs (gate and up outputs) are kept.
-    act(PP_MEMORY_ACT_EXPERT_HIDDEN, (recomputes(PP_RECOMPUTE_MOE_ACT) ? pre_activation : hidden_bytes) * copies * ffn,
+    act(PP_MEMORY_ACT_EXPERT_HIDDEN,
+        (recomputes(PP_RECOMPUTE_MOE_ACT) ? pre_activation : hidden_bytes + clamped_copy_bytes(pre_activation)) * copies * ffn,
         kMoe);
     if (shared > 0) act(PP_MEMORY_ACT_SHARED_EXPERT_HIDDEN, hidden_bytes * tok * shared, kMoe);
     dropout_mask(PP_MEMORY_ACT_MLP_DROPOUT_MASK);

@@ -31,7 +31,8 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& core_sectio
                  "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "dense_layers",
                  "moe_layer_freq", "moe_shared_ffn_hidden", "moe_router_groups", "moe_router_group_topk", "sliding_window", "full_attention_every", "layer_pattern",
                  "mamba_heads", "mamba_head_dim", "mamba_state", "mamba_groups", "mamba_conv_kernel", "mtp_layers",
-                 "tied_embeddings", "dropout", "rotary_base", "norm_epsilon"}},
+                 "tied_embeddings", "dropout", "rotary_base", "norm_epsilon", "position_embedding", "linear_bias",
+                 "activation_clamp"}},
       {"training", {"global_batch", "micro_batch", "precision", "recompute", "recompute_modules", "cuda_graph_modules", "optimizer",
                     "flash_attention", "main_grads"}},
       {"cluster", {"hardware", "num_gpus", "gpus_per_node", "mesh_order"}},
@@ -285,6 +286,8 @@ LayerStackKeys read_layer_keys(TableReader& reader) {
   keys.mamba_groups = reader.integer("mamba_groups", limits::kHeads).value_or(0);
   keys.mamba_conv_kernel = reader.integer("mamba_conv_kernel", {1, 64}).value_or(4);
   keys.mtp_layers = reader.integer("mtp_layers", {0, 64}).value_or(0);
+  keys.linear_bias = reader.boolean("linear_bias").value_or(false);
+  keys.activation_clamp = reader.number("activation_clamp", 0.0, 1e6).value_or(0.0);
   return keys;
 }
 
@@ -323,6 +326,12 @@ void read_model(Recipe& recipe, const toml::table* model_table, const RecipeRead
   shape.dropout = reader.number("dropout", 0.0, 0.99).value_or(kDefaultDropout);
   shape.rotary_base = reader.number("rotary_base", 0.0, 1e12).value_or(0.0);
   shape.norm_epsilon = reader.number("norm_epsilon", 0.0, 1.0).value_or(0.0);
+  std::vector<std::string> position_names;
+  for (const PositionEmbeddingName& entry : kPositionEmbeddingNames) position_names.emplace_back(entry.name);
+  shape.position_embedding = PP_POSITION_EMBEDDING_UNSPECIFIED;
+  if (const auto positions = reader.choice("position_embedding", position_names))
+    for (const PositionEmbeddingName& entry : kPositionEmbeddingNames)
+      if (entry.name == *positions) shape.position_embedding = entry.kind;
   reader.reject_unknown_keys();
 
   auto node_of = [&](const char* key) {

@@ -10,6 +10,7 @@
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
 #include "host/core/joined.h"
+#include "paraplan/sdk.hpp"
 #include "host/model/precision_names.h"
 #include "host/validate/csv_records.h"
 #include "host/recipe/input_file.h"
@@ -168,6 +169,11 @@ MeasuredRun read_run(const CsvRecord& record, const Header& header, const std::s
   run.moe_shared_experts = row.integer("moe_shared_experts", 0);
   run.attention = row.choice("attention", {"mha", "gqa", "mla"}).value_or("");
   run.layer_pattern = row.text("layer_pattern");
+  std::vector<std::string> position_names;
+  for (const PositionEmbeddingName& entry : kPositionEmbeddingNames) position_names.emplace_back(entry.name);
+  run.position_embedding = row.choice("position_embedding", position_names);
+  run.linear_bias = row.boolean("linear_bias");
+  run.activation_clamp = row.optional_positive_number("activation_clamp");
   for (const std::string& column : layer_stack_columns()) {
     const bool may_be_zero = column == "dense_layers" || column == "mtp_layers";
     if (auto value = row.integer(column, may_be_zero ? 0 : 1)) run.layer_stack.emplace_back(column, *value);
@@ -246,6 +252,7 @@ const std::vector<std::string>& standard_columns() {
 const std::vector<std::string>& optional_columns() {
   static const std::vector<std::string> columns = [] {
     std::vector<std::string> all = {"flash_attention", "tp_comm_overlap", "dp_comm_overlap", "attention", "layer_pattern",
+                                    "position_embedding", "linear_bias", "activation_clamp",
                                     "etp", "fsdp", "moe_balance", "moe_dispatcher", "moe_a2a_overlap",
                                     "cuda_graph_modules", "model",
                                     "recompute_modules", "main_grads", "measured_memory_gib"};

@@ -4,7 +4,8 @@
 // fields below); every one must be in the header, in any order.
 // Optional columns that may follow: flash_attention, tp_comm_overlap, dp_comm_overlap (blank:
 // flash attention on, TP overlap off, DP overlap on), and modern.csv's (recipes/validation/
-// README.md): the layer stack, each column the [model] key of its name, etp, fsdp, moe_balance,
+// README.md): the layer stack, each column the [model] key of its name (position_embedding,
+// linear_bias and activation_clamp too), etp, fsdp, moe_balance,
 // recompute_modules, main_grads and measured_memory_gib, and paraplan's three from modern.csv's notes:
 // moe_dispatcher (alltoall | allgather | flex), moe_a2a_overlap and cuda_graph_modules, and `model` (its name, for
 // the report's per-model accuracy). Every field is checked here, so a malformed
@@ -44,6 +45,11 @@ struct MeasuredRun {
   // columns given, by name (layer_stack_columns()).
   std::string attention, layer_pattern;
   std::vector<std::pair<std::string, int64_t>> layer_stack;
+  // The model's own features (docs/recipes.md): position_embedding (rope | yarn |
+  // learned_absolute | none; blank: not given), linear_bias, activation_clamp.
+  std::optional<std::string> position_embedding;
+  std::optional<bool> linear_bias;
+  std::optional<double> activation_clamp;
   bool layered() const { return !attention.empty() || !layer_pattern.empty() || !layer_stack.empty(); }
 
   // [cluster]

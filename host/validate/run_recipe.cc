@@ -139,6 +139,9 @@ std::string run_recipe_text(const MeasuredRun& run) {
   if (!run.attention.empty()) recipe.string("attention", run.attention);
   if (!run.layer_pattern.empty()) recipe.string("layer_pattern", run.layer_pattern);
   for (const auto& [key, value] : run.layer_stack) recipe.integer(key.c_str(), value);
+  recipe.optional_string("position_embedding", run.position_embedding);
+  if (run.linear_bias) recipe.boolean("linear_bias", *run.linear_bias);
+  if (run.activation_clamp) recipe.raw("activation_clamp", std::to_string(*run.activation_clamp));
   // Published runs of these families train without dropout (their configs' hidden_dropout 0).
   if (run.layered()) recipe.raw("dropout", "0.0");
 

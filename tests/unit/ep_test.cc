@@ -176,6 +176,33 @@ TEST(ExpertParallel, ImbalanceSlowsTheStepByTheExpertShare) {
             even.number("throughput.hardware_tflops_per_gpu") * even.number("time.step_s"));
 }
 
+// A model's own expert passes (the clamped GLU's clamps, fc2's bias added per expert) are the
+// experts' work: they follow the busiest rank's load as the GEMMs do, and the combine leaves
+// after the bias is added (experts.py adds it inside the experts, before the tokens go back).
+TEST(ExpertParallel, TheExpertsOwnPassesFollowTheirLoad) {
+  auto recipe = [](const std::string& ep_keys) {
+    return "[model]\npreset = \"mixtral-8x7b\"\nseq_len = 4096\nlinear_bias = true\nactivation_clamp = 7.0\n"
+           "[training]\nglobal_batch = 32\nmicro_batch = 1\n[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 8\n"
+           "[[strategy]]\nname = \"ep\"\n" + ep_keys + "[[strategy]]\nname = \"fsdp\"\n";
+  };
+  const test::Evaluated even = test::evaluate_recipe(recipe("degree = 8\ncapacity_factor = 0\n"));
+  const test::Evaluated skewed = test::evaluate_recipe(recipe("degree = 8\ncapacity_factor = 0\nimbalance = 0.2\n"));
+  for (const char* name : {PP_OP_EXPERT_CLAMP, PP_OP_EXPERT_BIAS}) {
+    // 4096 tokens x top 2 copies on the mean rank; clamps 16 bytes per copy and f, bias 12 per copy and h.
+    const double bytes = std::string(name) == PP_OP_EXPERT_CLAMP ? 16.0 * kSeq * kTopK * kExpertFfn : 12.0 * kSeq * kTopK * kHidden;
+    EXPECT_DOUBLE_EQ(find_op(even, name, PP_PHASE_FORWARD).bytes, bytes) << name;
+    EXPECT_DOUBLE_EQ(find_op(skewed, name, PP_PHASE_FORWARD).bytes, 1.2 * bytes) << name;
+  }
+  const auto ops = even.composed.plan->op_list();
+  auto index_of = [&](const std::string& name) {
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (name == ops[i].name && ops[i].phase == PP_PHASE_FORWARD) return i;
+    return ops.size();
+  };
+  EXPECT_LT(index_of(PP_OP_EXPERT_BIAS), index_of(PP_OP_EP_COMBINE));
+  EXPECT_LT(index_of(PP_OP_EP_DISPATCH), index_of(PP_OP_EXPERT_CLAMP));
+}
+
 TEST(ExpertParallel, SharedExpertsStayOnEveryRank) {
   // 8 routed experts over ep = 4 and one shared expert: each rank holds 2 + 1 experts; the shared
   // one is split off so data parallelism treats it as dense state.

@@ -181,6 +181,14 @@ TEST(LayerStack, AUniformRecipeIsOneKind) {
   EXPECT_STREQ(recipe->model.layers.kinds()[0].name, "gqa+dense");
   EXPECT_EQ(paraplan::beyond_uniform_transformer(recipe->model.shape), "");
   EXPECT_EQ(paraplan::beyond_uniform_transformer(preset_recipe("deepseek-v3")->model.shape), "3 kinds of layer");
+  // What the 1.5 fields cannot say, even of one kind: the exporters refuse it rather than write
+  // a model without it.
+  EXPECT_EQ(paraplan::beyond_uniform_transformer(preset_recipe("llama3-70b", "linear_bias = true\n")->model.shape),
+            "biases on the linear layers");
+  EXPECT_EQ(paraplan::beyond_uniform_transformer(preset_recipe("llama3-70b", "activation_clamp = 7.0\n")->model.shape),
+            "a clamped GLU");
+  EXPECT_EQ(paraplan::beyond_uniform_transformer(preset_recipe("llama3-70b", "position_embedding = \"yarn\"\n")->model.shape),
+            "YaRN-scaled rotary embeddings");
 }
 
 TEST(LayerStack, MalformedLayerKeysNameTheKey) {
@@ -196,6 +204,7 @@ TEST(LayerStack, MalformedLayerKeysNameTheKey) {
            Case{"full_attention_every = 2\n", "model.full_attention_every: needs sliding_window > 0"},
            Case{"attention = \"flash\"\n", "model.attention: 'flash' is not one of mha|gqa|mla"},
            Case{"dropout = 1.5\n", "model.dropout: must be a number in [0, 0.99], got 1.5"},
+           Case{"position_embedding = \"alibi\"\n", "model.position_embedding: 'alibi' is not one of"},
        }) {
     SCOPED_TRACE(c.keys);
     try {

@@ -58,6 +58,26 @@ TEST(TensorParallel, DividesComputeAndModelState) {
   EXPECT_NEAR(split_state / single_state, 1.0 / 8, 1e-9);
 }
 
+// The passes a model's features add split with the tensors they touch: the rotary embedding of
+// this rank's query and key heads, a clamped GLU's clamps of its f/t columns.
+TEST(TensorParallel, DividesTheModelsOwnPasses) {
+  const std::string model = "[model]\nlayers = 2\nhidden = 4096\nheads = 32\nkv_heads = 8\nffn_type = \"swiglu\"\n"
+                            "ffn_hidden = 14336\nvocab = 32000\nseq_len = 2048\nposition_embedding = \"yarn\"\n"
+                            "activation_clamp = 7.0\n[training]\nglobal_batch = 1\nmicro_batch = 1\n"
+                            "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = ";
+  auto bytes = [](const test::Evaluated& evaluated, const char* name) {
+    for (const pp_op& op : evaluated.composed.plan->op_list())
+      if (name == std::string_view(op.name) && op.phase == PP_PHASE_FORWARD) return op.bytes;
+    return 0.0;
+  };
+  const test::Evaluated single = test::evaluate_recipe(model + "1\n");
+  const test::Evaluated split = test::evaluate_recipe(model + "8\n" + kTp8);
+  for (const char* name : {PP_OP_ROTARY, PP_OP_MLP_CLAMP}) {
+    EXPECT_GT(bytes(single, name), 0) << name;
+    EXPECT_DOUBLE_EQ(bytes(split, name), bytes(single, name) / 8) << name;
+  }
+}
+
 TEST(TensorParallel, FourAllReducesPerLayerOfTheLayerActivation) {
   // One micro-batch: per layer 2 forward + 2 backward all-reduces of s·b·h·2 bytes, plus the
   // embedding's forward and the logits' backward all-reduce; ring all-reduce sends 2(t-1)/t·n.

@@ -81,14 +81,14 @@ TEST(ValidationAccuracy, ModernRunsEvaluateOrSayWhyNoWorseThanToday) {
   EXPECT_GE(evaluated, 201u);
   const ValidationSummary summary = summarize(predictions);
   ASSERT_TRUE(summary.mape_pct.has_value());
-  EXPECT_LE(*summary.mape_pct, 22.5);  // 20.9 % (2026-12-04, with the runs' bf16 gradients)
+  EXPECT_LE(*summary.mape_pct, 20.5);  // 19.0 % (2026-12-04: the head in bf16, the models' own passes)
   ASSERT_TRUE(summary.spearman.has_value());
   EXPECT_GE(*summary.spearman, 0.97);  // 0.977
 }
 
 // A guard per slice of modern.csv, by model and by hardware: each slice's MAPE at most today's
-// plus 2 points (2026-12-04, with the MoE block's passes, the exchange once per node and the runs' bf16
-// gradients; docs/validation.md), so a change that
+// plus 2 points (2026-12-04, with the MoE block's passes, the exchange once per node, the runs' bf16
+// gradients, the output layer in bf16 and the models' own passes; docs/validation.md), so a change that
 // helps one family cannot hide a loss on another. The MoE families are split in two halves by
 // model (docs/validation.md): what is tuned is tuned on the first (paraplan::moe::
 // kUnfusedMoePasses), and the second says how it does on models it never saw.
@@ -98,12 +98,12 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
   const ValidationSummary summary = summarize(predictions);
   const std::map<std::string, double> today = {
       // by model
-      {"llama2-7b", 27.5}, {"llama2-13b", 19.4}, {"llama2-70b", 7.8}, {"llama3-8b", 26.4}, {"llama3-70b", 16.6},
-      {"llama3.1-405b", 13.9}, {"mixtral-8x7b", 16.4}, {"deepseek-v3", 10.8}, {"gpt-oss-120b", 44.8},
-      {"nemotron-3-nano", 17.2}, {"qwen3-235b-a22b", 17.5}, {"qwen3-30b-a3b", 25.0},
+      {"llama2-7b", 26.2}, {"llama2-13b", 18.1}, {"llama2-70b", 8.1}, {"llama3-8b", 23.9}, {"llama3-70b", 15.8},
+      {"llama3.1-405b", 13.0}, {"mixtral-8x7b", 16.9}, {"deepseek-v3", 10.8}, {"gpt-oss-120b", 31.2},
+      {"nemotron-3-nano", 14.7}, {"qwen3-235b-a22b", 18.4}, {"qwen3-30b-a3b", 24.4},
       // by hardware
-      {"h100-sxm", 22.4}, {"b200", 23.6}, {"gb200-nvl72", 13.6}, {"h100-sxm-hbm2e-96gb-500w", 47.1},
-      {"h200-sxm", 29.0}, {"a100-sxm-80g", 20.0}, {"b300", 28.7}, {"gb300-nvl72", 16.1}};
+      {"h100-sxm", 20.7}, {"b200", 20.6}, {"gb200-nvl72", 12.6}, {"h100-sxm-hbm2e-96gb-500w", 44.7},
+      {"h200-sxm", 24.9}, {"a100-sxm-80g", 19.6}, {"b300", 23.6}, {"gb300-nvl72", 14.8}};
   size_t guarded = 0;
   for (const std::vector<SliceAccuracy>* slices : {&summary.models, &summary.hardware})
     for (const SliceAccuracy& slice : *slices) {
@@ -125,8 +125,8 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
       if (prediction.evaluated() && models.count(prediction.run->model)) sum += std::abs(prediction.error_pct), ++rows;
     return rows ? sum / static_cast<double>(rows) : NAN;
   };
-  EXPECT_LE(half_mape({"deepseek-v3", "qwen3-30b-a3b", "mixtral-8x7b"}), 19.7 + 2.0);       // the tuning half
-  EXPECT_LE(half_mape({"qwen3-235b-a22b", "gpt-oss-120b", "nemotron-3-nano"}), 26.0 + 2.0);  // held out
+  EXPECT_LE(half_mape({"deepseek-v3", "qwen3-30b-a3b", "mixtral-8x7b"}), 19.3 + 2.0);       // the tuning half
+  EXPECT_LE(half_mape({"qwen3-235b-a22b", "gpt-oss-120b", "nemotron-3-nano"}), 21.4 + 2.0);  // held out
 }
 
 }  // namespace

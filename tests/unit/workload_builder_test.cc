@@ -2,6 +2,8 @@
 // et al.'s activation formula and Megatron-LM's model-FLOPs formula, each computed here by hand.
 #include "host/plan/workload_builder.h"
 
+#include "host/recipe/recipe_reader.h"
+
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -202,6 +204,85 @@ TEST(LowPrecision, TheOutputLayerAndTheRouterStayInBf16) {
       EXPECT_EQ(op.dtype, PP_DTYPE_FP16) << op.name;
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model's own features (linear_bias, activation_clamp, position_embedding), as Megatron-Core
+// runs them. A 2-layer MoE model of width h = 2048, 16 heads of 128, 4 KV heads, 8 experts of
+// f = 1024, top 2, SwiGLU, micro-batch 2 of 1024 tokens: T = 2048 tokens, 2T expert copies.
+
+std::unique_ptr<Plan> built(const std::string& features, const std::string& training_keys = "") {
+  const std::string text =
+      "[model]\nlayers = 2\nhidden = 2048\nheads = 16\nkv_heads = 4\nffn_type = \"swiglu\"\nffn_hidden = 4096\n"
+      "vocab = 32000\nseq_len = 1024\nmoe_experts = 8\nmoe_top_k = 2\nmoe_ffn_hidden = 1024\ndropout = 0.0\n" +
+      features + "[training]\nglobal_batch = 2\nmicro_batch = 2\n" + training_keys +
+      "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 1\n";
+  const std::unique_ptr<Recipe> recipe = parse_recipe(text, "features.toml");
+  pp_cluster cluster{sizeof(pp_cluster), 1, 8};
+  auto plan = std::make_unique<Plan>(recipe->model.shape, recipe->training, cluster, 1);
+  build_workload(*plan, WorkloadOptions{true});
+  return plan;
+}
+
+TEST(ModelFeatures, RotaryPassesAreFusedForRopeAndEagerForYarn) {
+  // Q and K: T x (16 + 4) x 128 elements. Fused rope reads and writes each once (4 bytes), both
+  // ways; YaRN's eager _apply_rotary_pos_emb_bshd moves 12 elements' worth per element (t*cos,
+  // the negated half, its concatenation, *sin, the sum, the final concatenation: 24 bytes).
+  const double elements = 2048.0 * (16 + 4) * 128;
+  const MemoryOp rope = memory_op(*built("position_embedding = \"rope\"\n"), PP_OP_ROTARY);
+  EXPECT_DOUBLE_EQ(rope.forward, 4 * elements);
+  EXPECT_DOUBLE_EQ(rope.backward, 4 * elements);
+  const MemoryOp yarn = memory_op(*built("position_embedding = \"yarn\"\n"), PP_OP_ROTARY);
+  EXPECT_DOUBLE_EQ(yarn.forward, 24 * elements);
+  EXPECT_DOUBLE_EQ(yarn.backward, 24 * elements);
+  for (const char* none : {"", "position_embedding = \"none\"\n", "position_embedding = \"learned_absolute\"\n"})
+    EXPECT_EQ(memory_op(*built(none), PP_OP_ROTARY).forward, 0) << none;
+}
+
+TEST(ModelFeatures, AClampedGluAddsEagerClampsBeforeTheActivation) {
+  // The fc1 output's two halves of 2T x f elements clamped (2 + 2 bytes each) and concatenated
+  // (4 + 4): 16 bytes per copy and f; backward each half's clamp gradient (2 + 2 + 2) and the
+  // chunk's concatenation of the two (4 + 4): 20. Recomputed with moe_act, as the activation.
+  const double copies_f = 2.0 * 2048 * 1024;
+  const std::unique_ptr<Plan> plan =
+      built("activation_clamp = 7.0\n", "recompute = \"selective\"\nrecompute_modules = [\"moe_act\"]\n");
+  const MemoryOp clamp = memory_op(*plan, PP_OP_EXPERT_CLAMP);
+  EXPECT_DOUBLE_EQ(clamp.forward, 16 * copies_f);
+  EXPECT_DOUBLE_EQ(clamp.backward, 20 * copies_f);
+  EXPECT_DOUBLE_EQ(clamp.recompute, 16 * copies_f);
+  EXPECT_EQ(memory_op(*built(""), PP_OP_EXPERT_CLAMP).forward, 0);
+  // Kept unrecomputed, the activation's clamped input is kept beside the GEMM's output: SwiGLU's
+  // two halves (2 x 2 bytes) once more per copy and f.
+  auto hidden = [](const Plan& built_plan) {
+    double bytes = 0;
+    for (const pp_memory_item& item : built_plan.memory_items())
+      if (std::string(item.name) == PP_MEMORY_ACT_EXPERT_HIDDEN) bytes += item.bytes;
+    return bytes;
+  };
+  EXPECT_DOUBLE_EQ(hidden(*built("activation_clamp = 7.0\n")) - hidden(*built("")), 4 * copies_f);
+  test::expect_error<InputError>([] { parse_recipe("[model]\nlayers = 2\nhidden = 2048\nheads = 16\nvocab = 32000\n"
+                                             "seq_len = 1024\nactivation_clamp = 7.0\n[training]\nglobal_batch = 2\n"
+                                             "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 1\n", "gelu.toml"); },
+                           {"gelu.toml", "activation_clamp", "ffn_type = \"swiglu\""});
+}
+
+TEST(ModelFeatures, ExpertBiasesAreAddedPerExpertAndTheBiasAddRunsUnfused) {
+  // experts.py's _apply_bias: t + b * p per expert, then torch.cat: 12 bytes per element of the
+  // 2T x h copies forward, 16 backward. The attention output's bias is added before the residual
+  // add, eagerly (an MoE model with biases runs the bias-dropout-add unfused): + 4 bytes per T x h
+  // element forward (read and write), + 2 backward (the bias gradient's reduction reads the
+  // gradient), on top of the fused kernel's 6 each way.
+  const double copies_h = 2.0 * 2048 * 2048, tokens_h = 2048.0 * 2048;
+  const std::unique_ptr<Plan> plan = built("linear_bias = true\n");
+  const MemoryOp bias = memory_op(*plan, PP_OP_EXPERT_BIAS);
+  EXPECT_DOUBLE_EQ(bias.forward, 12 * copies_h);
+  EXPECT_DOUBLE_EQ(bias.backward, 16 * copies_h);
+  const MemoryOp residual = memory_op(*plan, PP_OP_ATTN_RESIDUAL);
+  EXPECT_DOUBLE_EQ(residual.forward, (6 + 4) * tokens_h);
+  EXPECT_DOUBLE_EQ(residual.backward, (6 + 2) * tokens_h);
+  EXPECT_DOUBLE_EQ(memory_op(*plan, PP_OP_MLP_RESIDUAL).forward, 6 * tokens_h);  // the MoE block returns no bias
+  EXPECT_EQ(memory_op(*built(""), PP_OP_EXPERT_BIAS).forward, 0);
+  EXPECT_DOUBLE_EQ(memory_op(*built(""), PP_OP_ATTN_RESIDUAL).forward, 6 * tokens_h);
 }
 
 TEST(Activations, KorthikantiWithoutParallelism) {

@@ -90,8 +90,9 @@ constexpr const char* kExpertTpGather = "ep_tp_gather";
 constexpr const char* kExpertTpScatter = "ep_tp_scatter";
 
 bool is_expert_compute(std::string_view name) {
-  return name == PP_OP_EXPERT_UP || name == PP_OP_EXPERT_GATE || name == PP_OP_EXPERT_ACT ||
-         name == PP_OP_EXPERT_DOWN || name == PP_OP_FP8_CAST_EXPERT;
+  return name == PP_OP_EXPERT_UP || name == PP_OP_EXPERT_GATE || name == PP_OP_EXPERT_CLAMP ||
+         name == PP_OP_EXPERT_ACT || name == PP_OP_EXPERT_DOWN || name == PP_OP_EXPERT_BIAS ||
+         name == PP_OP_FP8_CAST_EXPERT;
 }
 
 bool is_expert_activation(std::string_view name) {
@@ -342,6 +343,14 @@ class ExpertParallel : public paraplan::Strategy {
     if (found.empty()) throw paraplan::InvalidArgument("the plan has no '" + std::string(name) + "' op");
     return last ? found.back() : found.front();
   }
+  // Where the experts' work of a kind ends: after its last expert_down, or the expert_bias the
+  // experts add after it.
+  static uint32_t after_experts(const paraplan::PlanView& view, uint32_t kind) {
+    int64_t last = find_op(view, kind, PP_OP_EXPERT_DOWN, /*last=*/true);
+    const std::vector<uint32_t> biases = view.ops_named_in(PP_OP_EXPERT_BIAS, kind);
+    if (!biases.empty()) last = std::max<int64_t>(last, biases.back());
+    return static_cast<uint32_t>(last) + 1;
+  }
 
   // Dispatch goes in front of the kind's first expert op, combine after its last one, one op per
   // phase. Each token's `sent` copies leave the rank (top_k, or the distinct ranks under the flex
@@ -377,7 +386,7 @@ class ExpertParallel : public paraplan::Strategy {
       bool swap = all_gather_ && phase == PP_PHASE_BACKWARD;
       insert(at, PP_OP_EP_DISPATCH, phase, swap ? combine_kind : dispatch_kind);
     }
-    at = static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_DOWN, /*last=*/true)) + 1;
+    at = after_experts(plan.view(), kind);
     for (pp_phase phase : phases) {
       bool swap = all_gather_ && phase == PP_PHASE_BACKWARD;
       insert(at, PP_OP_EP_COMBINE, phase, swap ? dispatch_kind : combine_kind);
@@ -402,7 +411,7 @@ class ExpertParallel : public paraplan::Strategy {
     };
     insert(static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_UP, /*last=*/false)), kExpertTpGather,
            PP_COLLECTIVE_ALL_GATHER, PP_COLLECTIVE_REDUCE_SCATTER);
-    insert(static_cast<uint32_t>(find_op(plan.view(), kind, PP_OP_EXPERT_DOWN, /*last=*/true)) + 1, kExpertTpScatter,
+    insert(after_experts(plan.view(), kind), kExpertTpScatter,
            PP_COLLECTIVE_REDUCE_SCATTER, PP_COLLECTIVE_ALL_GATHER);
   }
 

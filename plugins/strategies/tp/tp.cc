@@ -103,8 +103,10 @@ class TensorParallel : public paraplan::Strategy {
     else if (name == PP_OP_ATTENTION_SOFTMAX) op.bytes /= t;  // the scores of this rank's heads
     else if (name == PP_OP_SHARED_EXPERT_DOWN) op.k /= t;  // row-parallel; reduced with the routed experts' output
     else if (name == PP_OP_MLP_ACT || name == PP_OP_EXPERT_ACT || name == PP_OP_SHARED_EXPERT_ACT || name == PP_OP_LOSS ||
-             name == PP_OP_MTP_LOSS)
+             name == PP_OP_MTP_LOSS || name == PP_OP_MLP_CLAMP || name == PP_OP_EXPERT_CLAMP)
       op.bytes /= t;
+    else if (name == PP_OP_ROTARY) op.bytes /= t;  // this rank's query and key heads
+    // expert_bias stays whole: fc2's row-parallel output is every received row at full width.
     else if (name == PP_OP_FP8_CAST_TENSOR || name == PP_OP_FP8_CAST_EXPERT) op.bytes /= t;
     else if (name.starts_with(PP_OP_OPTIMIZER_STEP)) op.bytes /= t;  // each rank updates its 1/t of the weights
     else return false;

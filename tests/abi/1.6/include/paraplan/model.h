@@ -74,10 +74,27 @@ typedef struct pp_layer_kind {
    * equal contiguous groups and a token's top_k come from router_group_topk of them. 0: none. */
   int64_t router_groups;
   int64_t router_group_topk;
+  /* Every linear layer has a bias (Megatron-LM's add_bias_linear; GPT-OSS). Megatron-Core adds
+   * the routed experts' fc2 bias per expert outside the GEMM, and an MoE model with biases runs
+   * the bias-dropout-add unfused (TEGroupedMLP refuses bias_dropout_fusion). */
+  int32_t linear_bias;
+  int32_t reserved; /* 0: keeps the struct free of padding the host compares */
+  /* A GLU's inputs clamped to +-this before the activation (Megatron-LM's
+   * activation_func_clamp_value; GPT-OSS 7.0), eager ops; 0 = none. */
+  double activation_clamp;
 } pp_layer_kind;
 
 /* An op or memory item of scope LAYER that every kind of layer has (pp_plan_view_v1). */
 #define PP_EVERY_LAYER_KIND 0xFFFFFFFFu
+
+/* ABI 1.6: how positions enter the model (Megatron-LM's --position-embedding-type). */
+typedef enum pp_position_embedding {
+  PP_POSITION_EMBEDDING_UNSPECIFIED = 0,      /* not given: no rotary pass is priced */
+  PP_POSITION_EMBEDDING_ROPE = 1,             /* rotary on Q and K, one fused kernel (apply_rope_fusion) */
+  PP_POSITION_EMBEDDING_YARN = 2,             /* rotary with YaRN scaling, which Megatron-Bridge runs unfused */
+  PP_POSITION_EMBEDDING_LEARNED_ABSOLUTE = 3, /* a learned table added to the embedding (GPT-2/3) */
+  PP_POSITION_EMBEDDING_NONE = 4              /* none (Nemotron-H's attention layers) */
+} pp_position_embedding;
 
 typedef struct pp_model {
   uint32_t struct_size;
@@ -111,6 +128,7 @@ typedef struct pp_model {
   double dropout;                  /* hidden and attention dropout probability (0: no masks kept) */
   double rotary_base;              /* RoPE theta; 0 = not given */
   double norm_epsilon;             /* 0 = not given */
+  pp_position_embedding position_embedding;
 } pp_model;
 
 typedef enum pp_precision {

@@ -61,6 +61,14 @@
  * memory op of no bytes, in the forward (and recompute) pass only; ep removes it where routing
  * is drop-and-pad, whose sizes are known in advance. See host_issue.hpp. */
 #define PP_OP_HOST_SYNC "host_sync"
+/* ABI 1.6: the passes a model's own features add (pp_layer_kind.linear_bias, activation_clamp,
+ * pp_model.position_embedding), each as Megatron-Core runs it: the rotary embedding of Q and K,
+ * fused or eager; a clamped GLU's eager clamps and concatenation ahead of its activation (dense
+ * MLP, routed experts); the routed experts' fc2 bias, added per expert with its probability. */
+#define PP_OP_ROTARY "rotary"
+#define PP_OP_MLP_CLAMP "mlp_clamp"
+#define PP_OP_EXPERT_CLAMP "expert_clamp"
+#define PP_OP_EXPERT_BIAS "expert_bias"
 /* ABI 1.6: multi-head latent attention (the down projections are replicated over tp, the up
  * projections column-parallel like qkv), a Mamba-2 mixer (in_proj column-, out_proj row-parallel;
  * attn_norm and attn_residual are any token mixer's norm and residual add), and a

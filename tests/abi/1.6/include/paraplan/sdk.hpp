@@ -33,6 +33,7 @@
 #ifndef PARAPLAN_SDK_HPP
 #define PARAPLAN_SDK_HPP
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -355,6 +356,33 @@ class LayerKinds {
   const pp_model& model_;
 };
 
+// Fields appended to the 1.6 layer stack after it first shipped, read only where the struct holds
+// them (from a host built before them: no biases, no clamp, positions not given).
+inline bool linear_bias(const pp_layer_kind& kind) {
+  return kind.struct_size >= offsetof(pp_layer_kind, linear_bias) + sizeof(kind.linear_bias) && kind.linear_bias != 0;
+}
+inline double activation_clamp(const pp_layer_kind& kind) {
+  return kind.struct_size >= offsetof(pp_layer_kind, activation_clamp) + sizeof(double) ? kind.activation_clamp : 0.0;
+}
+inline pp_position_embedding position_embedding(const pp_model& model) {
+  return model.struct_size >= offsetof(pp_model, position_embedding) + sizeof(model.position_embedding)
+             ? model.position_embedding
+             : PP_POSITION_EMBEDDING_UNSPECIFIED;
+}
+
+// Megatron-LM's --position-embedding-type names of pp_position_embedding: the recipe's
+// `position_embedding` and what the Megatron exporter writes.
+struct PositionEmbeddingName {
+  std::string_view name;
+  pp_position_embedding kind;
+};
+inline constexpr PositionEmbeddingName kPositionEmbeddingNames[] = {
+    {"rope", PP_POSITION_EMBEDDING_ROPE},
+    {"yarn", PP_POSITION_EMBEDDING_YARN},
+    {"learned_absolute", PP_POSITION_EMBEDDING_LEARNED_ABSOLUTE},
+    {"none", PP_POSITION_EMBEDDING_NONE},
+};
+
 // The name a recipe gives each pp_precision ([training] precision, docs/recipes.md), for
 // plugins that report or write one.
 struct PrecisionName {
@@ -408,6 +436,9 @@ inline std::string beyond_uniform_transformer(const pp_model& model, bool writes
   if (kind.mlp == PP_MLP_MOE && !writes_router_groups && routing::of(kind).groups > 1) return "group-limited routing";
   if (kind.ffn_type == PP_FFN_SQUARED_RELU) return "a squared-ReLU MLP";
   if (model.mtp_layers > 0) return "multi-token prediction";
+  if (linear_bias(kind)) return "biases on the linear layers";
+  if (activation_clamp(kind) > 0) return "a clamped GLU";
+  if (position_embedding(model) == PP_POSITION_EMBEDDING_YARN) return "YaRN-scaled rotary embeddings";
   return "";
 }
 
