@@ -248,9 +248,11 @@ class LayerBuilder {
   // negated half, their concatenation, its product with sin, the sum and a final concatenation:
   // 12 element reads and writes, 24 bytes, and as many in backward.
   void rotary(double q_width, double kv_width) {
-    const double elements = t_.tokens * (q_width + kv_width);
-    if (t_.positions == PP_POSITION_EMBEDDING_ROPE) emit_.memory_bound(PP_OP_ROTARY, 2.0 * kActivationBytes * elements, 2.0 * kActivationBytes * elements);
-    if (t_.positions == PP_POSITION_EMBEDDING_YARN) emit_.memory_bound(PP_OP_ROTARY, 12.0 * kActivationBytes * elements, 12.0 * kActivationBytes * elements);
+    const double passes = t_.positions == PP_POSITION_EMBEDDING_ROPE ? 2.0
+                          : t_.positions == PP_POSITION_EMBEDDING_YARN ? 12.0
+                                                                       : 0.0;
+    const double bytes = passes * kActivationBytes * t_.tokens * (q_width + kv_width);
+    if (bytes > 0) emit_.memory_bound(PP_OP_ROTARY, bytes, bytes);
   }
   // A clamped GLU (activation_clamp; Megatron-Core's fused_bias_geglu.py and mlp.py): before the
   // fused activation, eager clamps of the gate and the linear half (each read and written) and
@@ -439,8 +441,10 @@ class LayerBuilder {
     // and the sum written, then read and written by the concatenation, 12 bytes per element;
     // backward, the split's concatenation of the gradients (4) and the bias' and probabilities'
     // gradients, each a product written and reduced (6 + 6).
-    if (linear_bias(kind_))
-      emit_.memory_bound(PP_OP_EXPERT_BIAS, 6.0 * kActivationBytes * copies * h, 8.0 * kActivationBytes * copies * h, kMoe);
+    if (linear_bias(kind_)) {
+      const double elements = copies * h;
+      emit_.memory_bound(PP_OP_EXPERT_BIAS, 6.0 * kActivationBytes * elements, 8.0 * kActivationBytes * elements, kMoe);
+    }
     emit_.memory_bound(PP_OP_MOE_UNPERMUTE, kPasses * (kActivationBytes * (copies + tok) * h + 4.0 * copies), -1.0, kMoe);
     const double shared = static_cast<double>(kind_.shared_ffn_hidden);
     if (shared > 0) {

@@ -9,6 +9,7 @@
 #include "host/core/errors.h"
 #include "host/core/joined.h"
 #include "host/core/number_format.h"
+#include "host/model/position_embedding_names.h"
 #include "host/model/precision_names.h"
 #include "host/recipe/model_presets.h"
 #include "host/recipe/input_file.h"
@@ -326,12 +327,9 @@ void read_model(Recipe& recipe, const toml::table* model_table, const RecipeRead
   shape.dropout = reader.number("dropout", 0.0, 0.99).value_or(kDefaultDropout);
   shape.rotary_base = reader.number("rotary_base", 0.0, 1e12).value_or(0.0);
   shape.norm_epsilon = reader.number("norm_epsilon", 0.0, 1.0).value_or(0.0);
-  std::vector<std::string> position_names;
-  for (const PositionEmbeddingName& entry : kPositionEmbeddingNames) position_names.emplace_back(entry.name);
-  shape.position_embedding = PP_POSITION_EMBEDDING_UNSPECIFIED;
-  if (const auto positions = reader.choice("position_embedding", position_names))
-    for (const PositionEmbeddingName& entry : kPositionEmbeddingNames)
-      if (entry.name == *positions) shape.position_embedding = entry.kind;
+  const std::optional<std::string> positions = reader.choice("position_embedding", position_embedding_names());
+  shape.position_embedding =
+      positions ? *position_embedding_named(*positions) : PP_POSITION_EMBEDDING_UNSPECIFIED;
   reader.reject_unknown_keys();
 
   auto node_of = [&](const char* key) {

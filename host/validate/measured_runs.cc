@@ -10,7 +10,7 @@
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
 #include "host/core/joined.h"
-#include "paraplan/sdk.hpp"
+#include "host/model/position_embedding_names.h"
 #include "host/model/precision_names.h"
 #include "host/validate/csv_records.h"
 #include "host/recipe/input_file.h"
@@ -169,9 +169,7 @@ MeasuredRun read_run(const CsvRecord& record, const Header& header, const std::s
   run.moe_shared_experts = row.integer("moe_shared_experts", 0);
   run.attention = row.choice("attention", {"mha", "gqa", "mla"}).value_or("");
   run.layer_pattern = row.text("layer_pattern");
-  std::vector<std::string> position_names;
-  for (const PositionEmbeddingName& entry : kPositionEmbeddingNames) position_names.emplace_back(entry.name);
-  run.position_embedding = row.choice("position_embedding", position_names);
+  run.position_embedding = row.choice("position_embedding", position_embedding_names());
   run.linear_bias = row.boolean("linear_bias");
   run.activation_clamp = row.optional_positive_number("activation_clamp");
   for (const std::string& column : layer_stack_columns()) {
