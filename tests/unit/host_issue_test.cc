@@ -115,6 +115,20 @@ TEST(HostIssue, TheWaitIsWhatTheRecurrenceGivesForEachLayerAndPass) {
     EXPECT_DOUBLE_EQ(issued.host_s, 85e-6);
 }
 
+// The passes a model's features add are issued by the module that runs them (the rotary
+// embedding inside attention's call, a GLU's clamps inside the activation's), the experts' bias
+// loop as a call of its own (experts.py's _apply_bias: a Python loop over the local experts).
+TEST(HostIssue, AModelsOwnPassesAreIssuedWithTheirModule) {
+  pp_hardware_profile profile{};
+  profile.struct_size = sizeof(profile);
+  profile.host_op_overhead_s = 85e-6;
+  for (const char* name : {PP_OP_ROTARY, PP_OP_MLP_CLAMP, PP_OP_EXPERT_CLAMP, PP_OP_EXPERT_BIAS, PP_OP_EXPERT_ACT}) {
+    pp_op pass = make_op(PP_OP_MEMORY, PP_PHASE_FORWARD, PP_SCOPE_LAYER, name, PP_OWNER_MODEL);
+    const bool own_call = std::string(name) == PP_OP_EXPERT_BIAS || std::string(name) == PP_OP_EXPERT_ACT;
+    EXPECT_DOUBLE_EQ(issue::issue_time(profile, 0, pass, issue::LayerBlocks{}), own_call ? 85e-6 : 0.0) << name;
+  }
+}
+
 TEST(HostIssue, CudaGraphsReplayWhatTheyCapture) {
   const double eager = test::evaluate_recipe(moe_recipe()).number("time.host_wait_s");
   const double router =

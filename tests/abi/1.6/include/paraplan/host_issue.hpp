@@ -15,7 +15,8 @@
 // state resets at each sync, so the second of two passes is exact).
 //
 // Ops captured in a CUDA graph are replayed, not issued: c = 0 (pp_cuda_graph_module, by the
-// block of the layer they belong to). FP8 casts are issued inside their GEMM's module call, and
+// block of the layer they belong to). FP8 casts, rotary embeddings and a GLU's clamps are issued
+// inside their module's call (inside_another_call), and
 // overlapped communication runs on its own stream (d = 0 on the compute stream, c as issued).
 // Embedding, head and per-step ops are not counted: a handful per micro-batch or per step.
 //
@@ -98,10 +99,17 @@ inline bool captured(uint32_t modules, uint32_t module) {
   return (modules & PP_CUDA_GRAPH_MOE) && (module & moe_parts);
 }
 
+// Ops the host issues inside another op's module call, at no cost of their own: FP8 casts in
+// their GEMM's, the rotary embedding in the attention's (a function it calls), a clamped GLU's
+// clamps in the activation's. The experts' per-expert bias loop is a call of its own.
+inline bool inside_another_call(std::string_view name) {
+  return starts_with(name, "fp8_cast") || name == PP_OP_ROTARY || name == PP_OP_MLP_CLAMP || name == PP_OP_EXPERT_CLAMP;
+}
+
 // Host seconds to issue `op` once per micro-batch (its `repeat` instances included).
 inline double issue_time(const pp_hardware_profile& profile, uint32_t modules, const pp_op& op, LayerBlocks blocks) {
   const std::string_view name(op.name);
-  if (starts_with(name, "fp8_cast")) return 0.0;
+  if (inside_another_call(name)) return 0.0;
   if (captured(modules, cuda_graph_module_of(name, blocks))) return 0.0;
   return host_op_overhead_s(profile) * static_cast<double>(std::max<uint32_t>(op.repeat, 1));
 }
