@@ -199,7 +199,8 @@ TEST(LowPrecision, TheOutputLayerAndTheRouterStayInBf16) {
   }
   pp_training fp16 = training(2, PP_RECOMPUTE_NONE);
   fp16.precision = PP_PRECISION_FP16;
-  for (const pp_op& op : build(moe, fp16, true)->op_list()) {
+  const std::unique_ptr<Plan> sixteen_bit = build(moe, fp16, true);
+  for (const pp_op& op : sixteen_bit->op_list()) {
     if (op.kind == PP_OP_GEMM) {
       EXPECT_EQ(op.dtype, PP_DTYPE_FP16) << op.name;
     }
