@@ -5,8 +5,9 @@
 //                with --num-query-groups (kv_heads < heads), --seq-length,
 //                --max-position-embeddings, --swiglu; SwiGLU models are the Llama family's
 //                shape: --normalization RMSNorm, --position-embedding-type rope (or the
-//                model's position_embedding), --disable-bias-linear; the output layer is untied (paraplan counts it apart
-//                from the embedding): --untie-embeddings-and-output-weights; fused attention
+//                model's position_embedding), --disable-bias-linear; the output layer is
+//                untied (paraplan counts it apart from the embedding):
+//                --untie-embeddings-and-output-weights; fused attention
 //                (recipe flash_attention) --attention-backend flash, else unfused
 //   batch        --micro-batch-size, --global-batch-size (Megatron-LM derives the micro-batches
 //                per step from them and its data-parallel size, as paraplan does)
@@ -83,9 +84,8 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
   shape.add("--seq-length", model.seq_len);
   shape.add("--max-position-embeddings", model.seq_len);
   // The model's position embedding, or for a SwiGLU model that gives none the Llama family's rope.
-  std::string positions = model.ffn_type == PP_FFN_SWIGLU ? "rope" : "";
-  for (const paraplan::PositionEmbeddingName& entry : paraplan::kPositionEmbeddingNames)
-    if (entry.kind == paraplan::position_embedding(model)) positions = entry.name;
+  std::string positions(paraplan::position_embedding_name(paraplan::position_embedding(model)));
+  if (positions.empty() && model.ffn_type == PP_FFN_SWIGLU) positions = "rope";
   if (model.ffn_type == PP_FFN_SWIGLU) {
     shape.add("--swiglu");
     shape.add("--normalization", "RMSNorm");

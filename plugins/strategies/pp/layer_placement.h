@@ -41,9 +41,10 @@ std::vector<int64_t> balance_by_cost(const std::vector<double>& costs, int64_t p
 // DualPipe-V's V: `costs` per layer over 2p consecutive chunks, each at least one layer, where
 // stage s holds chunk s and chunk 2p - 1 - s. Each stage from 0 inward peels the front and back
 // pieces whose sum is nearest the mean of what is left per stage (of those, the most even pair of
-// chunks, as DualPipe's bubble assumes); the middle stage takes the rest, split by cost. What DeepSeek-V3 balances: the ranks, not the chunks, since stage 0 pairs the first
-// layers with the last and the output head, and a stage that cannot come down to the mean
-// (stage 0 with a heavy head) leaves the others to share the rest evenly.
+// chunks, as DualPipe's bubble assumes); the middle stage takes the rest, split by cost. What
+// DeepSeek-V3 balances: the ranks, not the chunks, since stage 0 pairs the first layers with the
+// last and the output head, and a stage that cannot come down to the mean (stage 0 with a heavy
+// head) leaves the others to share the rest evenly.
 //   balance_pairs_by_cost({1, 1, 1, 1, 1, 3}, 2) == {1, 2, 2, 1}: each stage's pair costs 4
 std::vector<int64_t> balance_pairs_by_cost(const std::vector<double>& costs, int64_t stages);
 

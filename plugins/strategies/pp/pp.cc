@@ -24,6 +24,7 @@
 #include <numeric>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "layer_placement.h"
@@ -255,19 +256,9 @@ class PipelineParallel : public paraplan::Strategy {
         throw paraplan::ConstraintError("pp = " + std::to_string(p) + " x " + std::to_string(placed.virtual_stages) +
                                         " model chunks per rank is more than the model's " +
                                         std::to_string(model.layer_sequence_length) + " layers");
-      if (schedule_ == PP_SCHEDULE_DUALPIPE_V) {
-        placed.virtual_stage_layers = dualpipe_v_split(costs, context);
-      } else if (trim_ends_) {
-        const double mean = std::accumulate(costs.begin(), costs.end(), 0.0) / static_cast<double>(costs.size());
-        costs.insert(costs.begin(), mean);
-        costs.push_back(mean);
-      }
-      if (schedule_ != PP_SCHEDULE_DUALPIPE_V)
-        placed.virtual_stage_layers = pp_strategy::balance_by_cost(costs, p * placed.virtual_stages);
-      if (schedule_ != PP_SCHEDULE_DUALPIPE_V && trim_ends_) {  // the ends' weights were not layers
-        --placed.virtual_stage_layers.front();
-        --placed.virtual_stage_layers.back();
-      }
+      placed.virtual_stage_layers = schedule_ == PP_SCHEDULE_DUALPIPE_V
+                                        ? dualpipe_v_split(std::move(costs), context)
+                                        : chunk_split(std::move(costs), p * placed.virtual_stages);
     }
     placed.stage_layers.assign(static_cast<size_t>(p), 0);
     const pp_pipeline shape = placement_shape(p, placed.virtual_stages);
@@ -276,6 +267,19 @@ class PipelineParallel : public paraplan::Strategy {
       placed.stage_layers[static_cast<size_t>(stage)] += placed.virtual_stage_layers[i];
     }
     return placed;
+  }
+
+  // Consecutive chunks each as light as the busiest allows; trim_ends weighs the embedding and
+  // the loss a mean layer each, which then hold no layer of their own.
+  std::vector<int64_t> chunk_split(std::vector<double> costs, int64_t chunks) const {
+    if (trim_ends_) {
+      const double mean = std::accumulate(costs.begin(), costs.end(), 0.0) / static_cast<double>(costs.size());
+      costs.insert(costs.begin(), mean);
+      costs.push_back(mean);
+    }
+    std::vector<int64_t> sizes = pp_strategy::balance_by_cost(costs, chunks);
+    if (trim_ends_) --sizes.front(), --sizes.back();
+    return sizes;
   }
 
   // DualPipe-V's chunks, balanced by the pair each rank holds (pp_strategy::balance_pairs_by_cost),

@@ -382,6 +382,11 @@ inline constexpr PositionEmbeddingName kPositionEmbeddingNames[] = {
     {"learned_absolute", PP_POSITION_EMBEDDING_LEARNED_ABSOLUTE},
     {"none", PP_POSITION_EMBEDDING_NONE},
 };
+inline std::string_view position_embedding_name(pp_position_embedding kind) {
+  for (const PositionEmbeddingName& entry : kPositionEmbeddingNames)
+    if (entry.kind == kind) return entry.name;
+  return "";  // unspecified
+}
 
 // The name a recipe gives each pp_precision ([training] precision, docs/recipes.md), for
 // plugins that report or write one.
