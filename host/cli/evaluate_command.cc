@@ -13,9 +13,11 @@ int run_evaluate_command(const std::vector<std::string>& arguments) {
   std::string recipe_file;
   std::string executor = "analytic";
   std::vector<std::string> overrides;
+  std::string intervals_file;
   po::options_description options("Evaluate options");
   options.add_options()("executor", po::value(&executor)->value_name("NAME"),
                         "executor plugin that turns the plan into figures (default: analytic)");
+  add_intervals_option(options, intervals_file);
   parse_recipe_command(arguments, options, common, recipe_file, overrides);
   if (common.help || recipe_file.empty()) {
     print_command_help(
@@ -29,7 +31,7 @@ int run_evaluate_command(const std::vector<std::string>& arguments) {
         "Example:\n  paraplan evaluate recipes/llama2-7b-fsdp-64xh100.toml --json\n");
     return common.help ? kExitOk : kExitUsage;
   }
-  return report_plan(executor, common, recipe_file, overrides);
+  return report_plan(executor, common, recipe_file, overrides, intervals_file);
 }
 
 }  // namespace paraplan::host

@@ -11,11 +11,12 @@
 #include "host/recipe/recipe_reader.h"
 #include "host/report/text_report.h"
 #include "host/report/report_output.h"
+#include "host/report/uncertainty_report.h"
 
 namespace paraplan::host {
 
 int report_plan(const std::string& executor, const CommonOptions& common, const std::string& recipe_file,
-                const std::vector<std::string>& overrides) {
+                const std::vector<std::string>& overrides, const std::string& intervals_file) {
   configure_logging(common);
   PluginCatalog catalog = scan_plugins(common);
   RecipeReaderOptions reader_options;
@@ -29,6 +30,9 @@ int report_plan(const std::string& executor, const CommonOptions& common, const 
     const bool wants_schedule = executor_plugin.metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
     ComposedPlan composed = compose_plan(*recipe, catalog, gpus_per_node(*recipe, *hardware), wants_schedule);
     results = run_executor(executor, *recipe, catalog, composed, *hardware);
+    IntervalTable storage;
+    add_uncertainty(results, interval_table(intervals_file, storage), executor,
+                    comparable_class(*recipe, hardware->profile(), gpus_per_node(*recipe, *hardware)));
   } catch (const InputError& failure) {
     throw InputError(mention_overrides(failure.what(), overrides));
   }
@@ -42,6 +46,12 @@ int report_plan(const std::string& executor, const CommonOptions& common, const 
     throw PlanError(recipe->file + ": the plan does not fit in GPU memory (see memory.* in the report)");
   }
   return kExitOk;
+}
+
+void add_intervals_option(boost::program_options::options_description& options, std::string& intervals_file) {
+  options.add_options()("intervals", boost::program_options::value(&intervals_file)->value_name("FILE.json"),
+                        "prediction intervals from these residuals (paraplan validate --write-intervals on your own\n"
+                        "measured runs) instead of the shipped ones");
 }
 
 }  // namespace paraplan::host

@@ -7,6 +7,7 @@
 
 #include "host/cli/command.h"
 #include "host/cli/common_options.h"
+#include "host/cli/plan_command.h"
 #include "host/core/errors.h"
 #include "host/plan/execution.h"
 #include "host/plan/hardware_binding.h"
@@ -15,6 +16,7 @@
 #include "host/report/text_report.h"
 #include "host/search/search_report.h"
 #include "host/report/report_output.h"
+#include "host/report/uncertainty_report.h"
 
 namespace po = boost::program_options;
 
@@ -73,6 +75,8 @@ int run_search_command(const std::vector<std::string>& arguments) {
       "threads", po::value(&threads)->value_name("N")->default_value(0), "worker threads (0: every core)")(
       "executor", po::value(&executor)->value_name("NAME"), "executor plugin that prices the plans (default: analytic)")(
       "brief", po::bool_switch(&brief), "leave out the winner's full evaluate report");
+  std::string intervals_file;
+  add_intervals_option(options, intervals_file);
   parse_recipe_command(arguments, options, common, recipe_file, overrides);
   if (common.help || recipe_file.empty()) {
     print_command_help(
@@ -113,6 +117,9 @@ int run_search_command(const std::vector<std::string>& arguments) {
   SearchResult result;
   std::unique_ptr<HardwareBinding> hardware;
   ResultTree winner;
+  IntervalTable interval_storage;
+  const IntervalTable* interval_table_in_use = nullptr;
+  ComparableClass plan_class;
   try {
     recipe = read_recipe(recipe_file, reader_options);
     hardware = open_hardware(*recipe, catalog);
@@ -124,11 +131,18 @@ int run_search_command(const std::vector<std::string>& arguments) {
       ComposedPlan composed = compose_ranked(*recipe, catalog, result, result.top.front(), walks);
       winner = run_executor(executor, *recipe, catalog, composed, *hardware);
     }
+    interval_table_in_use = &interval_table(intervals_file, interval_storage);
+    plan_class = comparable_class(*recipe, hardware->profile(), gpus_per_node(*recipe, *hardware));
+    if (!brief) add_uncertainty(winner, *interval_table_in_use, executor, plan_class);
   } catch (const InputError& failure) {
     throw InputError(mention_overrides(failure.what(), overrides));
   }
 
   SearchReportContext context{*recipe, settings, hardware->profile().name, train_tokens};
+  if (interval_table_in_use->executor == executor) {
+    context.interval = interval_table_in_use->comparable(plan_class);
+    context.interval_coverage = interval_table_in_use->coverage;
+  }
   if (common.json) {
     nlohmann::ordered_json json = search_json(result, context);
     if (!brief) json["winner"] = winner.to_json();

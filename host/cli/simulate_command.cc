@@ -16,12 +16,14 @@ int run_simulate_command(const std::vector<std::string>& arguments) {
   CommonOptions common;
   std::string recipe_file, trace_file, ranks;
   std::vector<std::string> overrides;
+  std::string intervals_file;
   po::options_description options("Simulate options");
   options.add_options()("trace", po::value(&trace_file)->value_name("FILE.json"),
                         "write the timeline as Chrome trace event JSON (open it in ui.perfetto.dev or "
                         "chrome://tracing)")(
       "ranks", po::value(&ranks)->value_name("stage|all"),
       "stage (default): one representative rank per pipeline stage; all: every rank of the cluster");
+  add_intervals_option(options, intervals_file);
   parse_recipe_command(arguments, options, common, recipe_file, overrides);
   if (common.help || recipe_file.empty()) {
     print_command_help(
@@ -48,7 +50,7 @@ int run_simulate_command(const std::vector<std::string>& arguments) {
   }
   if (!trace_file.empty())
     overrides.push_back("executor.simulate.trace=" + override_string(std::filesystem::absolute(trace_file).string()));
-  return report_plan("simulate", common, recipe_file, overrides);
+  return report_plan("simulate", common, recipe_file, overrides, intervals_file);
 }
 
 }  // namespace paraplan::host

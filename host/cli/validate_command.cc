@@ -30,7 +30,7 @@ void write_file(const std::string& path, const std::string& content) {
 int run_validate_command(const std::vector<std::string>& arguments) {
   CommonOptions common;
   std::vector<std::string> files;
-  std::string plot_file;
+  std::string plot_file, intervals_file;
   int64_t threads = 0;
   double fail_above = -1;
   po::options_description options("Validate options");
@@ -38,7 +38,10 @@ int run_validate_command(const std::vector<std::string>& arguments) {
                         "also draw predicted vs measured iteration time, log-log, as an SVG scatter plot")(
       "threads", po::value(&threads)->value_name("N")->default_value(0), "worker threads, one row each (0: every core)")(
       "fail-above", po::value(&fail_above)->value_name("PCT"),
-      "exit 1 when the MAPE over the evaluated rows exceeds PCT percent (for CI)");
+      "exit 1 when the MAPE over the evaluated rows exceeds PCT percent (for CI)")(
+      "write-intervals", po::value(&intervals_file)->value_name("FILE.json"),
+      "also write the prediction intervals these rows give (measured / predicted step time by comparable\n"
+      "class), for evaluate, simulate and search --intervals");
   options.add(common_options(common, /*with_json=*/true));
   po::options_description hidden;
   hidden.add_options()("csv", po::value(&files)->composing());
@@ -60,7 +63,10 @@ int run_validate_command(const std::vector<std::string>& arguments) {
         "Reports each row's signed error (predicted - measured) / measured, the MAPE (mean |error|), the\n"
         "worst row, the Spearman rank correlation of predicted vs measured iteration time, and MAPE per\n"
         "source. A row that cannot be evaluated (unknown hardware, degrees that do not multiply to\n"
-        "num_gpus, a strategy constraint, no plan fits) is listed with its reason and left out of them.",
+        "num_gpus, a strategy constraint, no plan fits) is listed with its reason and left out of them.\n\n"
+        "Then checks the prediction intervals out of fold: each source's rows against the intervals the\n"
+        "other sources' rows give (10th-90th percentile of measured / predicted step time in the row's\n"
+        "class: dense or MoE, GPU generation, precision, scale); about 80 % should fall inside.",
         options,
         "Exit codes: 0 at least one row was evaluated (and the MAPE is within --fail-above); 1 no row could\n"
         "be evaluated, or the MAPE exceeds --fail-above; 2 usage error; 3 input error (a missing file, a\n"
@@ -85,10 +91,14 @@ int run_validate_command(const std::vector<std::string>& arguments) {
   report.files = files;
   report.predictions = predict_runs(runs, catalog, static_cast<unsigned>(threads));
   report.summary = summarize(report.predictions);
+  const std::vector<Residual> residuals = residuals_of(report.predictions);
+  report.coverage = leave_one_source_out(residuals);
   spdlog::info("{} rows predicted in {:.2f} s", runs.size(),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 
   if (!plot_file.empty()) write_file(plot_file, scatter_plot_svg(report));
+  if (!intervals_file.empty())
+    write_file(intervals_file, dump_json(interval_table_json(build_interval_table(residuals, prediction_settings().executor))) + "\n");
   if (common.json)
     report_stream() << dump_json(validation_json(report)) << "\n";
   else

@@ -66,6 +66,7 @@ ResultTree run_executor(const std::string& executor, const Recipe& recipe, const
   describe_plan(results, recipe, composed, hardware);
   results.reserve_section("plan");  // the host's description of the plan
   results.reserve_section("warnings");
+  results.reserve_section("uncertainty");  // the host's error bars (uncertainty_report.h)
   pp_result_sink_v1 sink = results.sink("executor '" + executor + "'");
   pp_plan_view_v1 view = composed.plan->view();
   pp_hardware_binding_v1 binding = hardware.binding();

@@ -43,7 +43,18 @@ std::string reason_detail(const std::string& reason, const Rejection& rejection,
   return rejection.example;
 }
 
+std::string step_range(const RankedPlan& plan, const SearchReportContext& context) {
+  if (!context.interval) return "";
+  return format_number("%.3f", plan.figures.step_s * context.interval->low) + "-" +
+         format_number("%.3f", plan.figures.step_s * context.interval->high);
+}
+
 }  // namespace
+
+bool ties_with_winner(const SearchResult& result, const SearchReportContext& context, const RankedPlan& plan) {
+  if (!context.interval || result.top.empty() || context.settings.objective == Objective::kMemory) return false;
+  return plan.figures.step_s * context.interval->low <= result.top.front().figures.step_s * context.interval->high;
+}
 
 const char* objective_name(Objective objective) {
   switch (objective) {
@@ -82,16 +93,37 @@ void write_search_text(std::ostream& out, const SearchResult& result, const Sear
       << (result.threads == 1 ? " thread" : " threads") << "\n\n";
 
   const bool days = context.settings.objective == Objective::kTimeToTrain;
-  out << "rank   step time  tokens/s/GPU    MFU   memory/GPU" << (days ? "      days" : "") << "  plan\n";
+  size_t range_width = 0;
+  for (const RankedPlan& plan : result.top) range_width = std::max(range_width, step_range(plan, context).size());
+  if (range_width) range_width = std::max<size_t>(range_width, 9);
+  out << "rank   step time" << (range_width ? "  " + std::string(range_width - 9, ' ') + "range (s)" : "")
+      << "  tokens/s/GPU    MFU   memory/GPU" << (days ? "      days" : "") << "  plan\n";
   for (size_t rank = 0; rank < result.top.size(); ++rank) {
     const RankedPlan& plan = result.top[rank];
-    char line[160];
-    std::snprintf(line, sizeof(line), "%4zu  %8.3f s  %12.1f  %5.1f%%  %11s", rank + 1, plan.figures.step_s,
-                  plan.figures.tokens_per_s_per_gpu, 100.0 * plan.figures.mfu, bytes(plan.figures.memory_per_gpu_bytes).c_str());
+    char line[200];
+    const std::string range = step_range(plan, context);
+    std::snprintf(line, sizeof(line), "%4zu%c %8.3f s%s%*s  %12.1f  %5.1f%%  %11s", rank + 1,
+                  rank > 0 && ties_with_winner(result, context, plan) ? '=' : ' ', plan.figures.step_s,
+                  range_width ? "  " : "", static_cast<int>(range_width), range.c_str(), plan.figures.tokens_per_s_per_gpu,
+                  100.0 * plan.figures.mfu, bytes(plan.figures.memory_per_gpu_bytes).c_str());
     out << line;
     if (days) out << format_number("  %8.1f", days_to_train(plan.figures, context));
     out << "  " << describe_strategies(result.space, plan) << "; micro_batch " << plan.micro_batch << ", recompute "
         << recompute_name(plan.recompute) << ", mesh " << joined(plan.mesh_order, "-") << "\n";
+  }
+  if (context.interval) {
+    size_t ties = 0;
+    for (size_t rank = 1; rank < result.top.size(); ++rank) ties += ties_with_winner(result, context, result.top[rank]);
+    out << "\nRange: where the step time of " << format_number("%.0f", 100.0 * context.interval_coverage)
+        << " % of measured runs like these fell (" << describe_class(context.interval->of) << ", " << context.interval->runs
+        << " runs; docs/validation.md).\n";
+    if (context.settings.objective == Objective::kMemory)
+      out << "Ranked by memory: no ties on time.\n";
+    else if (ties)
+      out << ties << (ties == 1 ? " plan" : " plans")
+          << " marked = overlap the winner's range: the cost model cannot rank them against it.\n";
+    else
+      out << "No other listed plan overlaps the winner's range.\n";
   }
   if (!result.rejected.empty()) {
     out << "\nRejected plans, by reason:\n";
@@ -119,6 +151,11 @@ nlohmann::ordered_json search_json(const SearchResult& result, const SearchRepor
   json["valid_plans"] = result.valid_plans;
   json["layouts_timed"] = result.layouts;
   json["usable_memory_bytes"] = result.usable_memory_bytes;
+  if (context.interval)
+    json["interval"] = {{"coverage", context.interval_coverage}, {"comparable_class", describe_class(context.interval->of)},
+                        {"comparable_runs", context.interval->runs}};
+  else
+    json["interval"] = nullptr;
   nlohmann::ordered_json rejected = nlohmann::ordered_json::object();
   for (const auto& [reason, rejection] : by_count(result))
     rejected[reason] = {{"plans", rejection->plans}, {"example", reason_detail(reason, *rejection, result)}};
@@ -135,6 +172,10 @@ nlohmann::ordered_json search_json(const SearchResult& result, const SearchRepor
     entry["tokens_per_s_per_gpu"] = plan.figures.tokens_per_s_per_gpu;
     entry["mfu"] = plan.figures.mfu;
     entry["memory_per_gpu_bytes"] = plan.figures.memory_per_gpu_bytes;
+    if (context.interval) {
+      entry["step_s_range"] = {plan.figures.step_s * context.interval->low, plan.figures.step_s * context.interval->high};
+      entry["ties_with_winner"] = rank > 0 && ties_with_winner(result, context, plan);
+    }
     if (context.settings.objective == Objective::kTimeToTrain) entry["days_to_train"] = days_to_train(plan.figures, context);
     nlohmann::ordered_json strategies = nlohmann::ordered_json::array();
     for (size_t level = 0; level < result.space.slots.size(); ++level) {

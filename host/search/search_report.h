@@ -1,8 +1,8 @@
 // paraplan/host/search/search_report.h: a search's result for people (text) and programs (JSON).
 //
-// Text: what was searched, the top K with their key figures, the rejected plans by reason, and
-// the winner as [[strategy]] tables to paste into a recipe. JSON: the same, keyed
-// (docs/search.md lists the keys). The winner's full evaluate report is added by the command.
+// Text: what was searched, the top K with their key figures and step-time intervals (a plan tied
+// with the winner marked "="), the rejected plans by reason, and the winner as [[strategy]] tables
+// to paste into a recipe. JSON: the same, keyed (docs/search.md lists the keys). The winner's full evaluate report is added by the command.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,6 +12,7 @@
 
 #include "host/recipe/recipe.h"
 #include "host/search/search_engine.h"
+#include "host/validate/prediction_intervals.h"
 
 namespace paraplan::host {
 
@@ -20,7 +21,15 @@ struct SearchReportContext {
   const SearchSettings& settings;
   std::string hardware;      // the profile's name
   double train_tokens = 0;   // for the time-to-train objective
+  // The plans' comparable class and its interval (prediction_intervals.h); null: none. Every plan
+  // of a recipe shares the class, so a plan whose step range overlaps the winner's ties with it.
+  const IntervalClass* interval = nullptr;
+  double interval_coverage = 0;
 };
+
+// Whether `plan`'s step-time interval overlaps the winner's (the cost model cannot tell them
+// apart); false without an interval or under the memory objective.
+bool ties_with_winner(const SearchResult& result, const SearchReportContext& context, const RankedPlan& plan);
 
 void write_search_text(std::ostream& out, const SearchResult& result, const SearchReportContext& context);
 nlohmann::ordered_json search_json(const SearchResult& result, const SearchReportContext& context);

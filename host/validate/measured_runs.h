@@ -23,6 +23,9 @@
 
 namespace paraplan::host {
 
+// measured_memory_gib's unit.
+inline constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+
 enum class Metric { kIterationSeconds, kTokensPerSecondPerGpu };
 
 // "iteration_s" or "tokens_per_s_per_gpu", as the CSV writes it.

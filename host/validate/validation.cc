@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "host/core/errors.h"
+#include "host/plan/hardware_binding.h"
 #include "host/search/search_report.h"
 #include "host/validate/run_recipe.h"
 
@@ -87,11 +88,32 @@ Prediction predict_run(const MeasuredRun& run, const PluginCatalog& catalog) {
     prediction.micro_batch = winner.micro_batch;
     prediction.recompute = recompute_name(winner.recompute);
     prediction.memory_per_gpu_bytes = winner.figures.memory_per_gpu_bytes;
+    const std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, catalog);
+    prediction.comparable = comparable_class(*recipe, hardware->profile(), gpus_per_node(*recipe, *hardware));
   } catch (const HostError& failure) {
     prediction.predicted.reset();
     prediction.reason = reason_of(failure.what(), run);
   }
   return prediction;
+}
+
+std::vector<Residual> residuals_of(const std::vector<Prediction>& predictions) {
+  std::vector<Residual> residuals;
+  for (const Prediction& prediction : predictions) {
+    if (!prediction.evaluated()) continue;
+    const MeasuredRun& run = *prediction.run;
+    Residual residual;
+    residual.of = prediction.comparable;
+    // A tokens/s figure is inverse to the step time.
+    residual.step_ratio = run.metric == Metric::kIterationSeconds ? run.value / *prediction.predicted
+                                                                  : *prediction.predicted / run.value;
+    if (run.measured_memory_gib && prediction.memory_per_gpu_bytes > 0)
+      residual.memory_ratio = *run.measured_memory_gib * kBytesPerGiB / prediction.memory_per_gpu_bytes;
+    residual.source = run.source;
+    residual.file = run.file;
+    residuals.push_back(std::move(residual));
+  }
+  return residuals;
 }
 
 std::vector<Prediction> predict_runs(const std::vector<MeasuredRun>& runs, const PluginCatalog& catalog,

@@ -15,6 +15,7 @@
 #include "host/plugin/plugin_catalog.h"
 #include "host/search/search_engine.h"
 #include "host/validate/measured_runs.h"
+#include "host/validate/prediction_intervals.h"
 
 namespace paraplan::host {
 
@@ -27,6 +28,7 @@ struct Prediction {
   std::string recompute;
   double memory_per_gpu_bytes = 0;  // the winner's fullest GPU, to set beside measured_memory_gib
   std::string reason;  // why the row is unevaluable, without the row's location
+  ComparableClass comparable;  // the row's class, for its residual (prediction_intervals.h)
 
   bool evaluated() const { return predicted.has_value(); }
 };
@@ -40,6 +42,10 @@ Prediction predict_run(const MeasuredRun& run, const PluginCatalog& catalog);
 // Every row, on `threads` worker threads (0: every core), in the order of `runs`.
 std::vector<Prediction> predict_runs(const std::vector<MeasuredRun>& runs, const PluginCatalog& catalog,
                                      unsigned threads);
+
+// The evaluated rows' residuals (measured / predicted step time and, where published, peak
+// memory), each with its class, source and file.
+std::vector<Residual> residuals_of(const std::vector<Prediction>& predictions);
 
 // A searched plan in a line: "tp=8 sp pp=8 (interleaved-1f1b v=3) fsdp=24 (stage=0) mb=1
 // recompute=full" (sp: Megatron sequence parallelism; cp=N: ring attention of degree N).

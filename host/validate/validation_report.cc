@@ -56,8 +56,6 @@ void write_table(std::ostream& out, const ValidationReport& report) {
   }
 }
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 // Rows that publish their peak memory (measured_memory_gib): the prediction's fullest GPU beside
 // it. The time's statistics do not include these.
 void write_memory(std::ostream& out, const ValidationReport& report) {
@@ -71,7 +69,7 @@ void write_memory(std::ostream& out, const ValidationReport& report) {
       << "  " << padded("error %", 8, true) << "\n";
   for (const Prediction& prediction : report.predictions) {
     if (!prediction.evaluated() || !prediction.run->measured_memory_gib) continue;
-    const double measured = *prediction.run->measured_memory_gib, predicted = prediction.memory_per_gpu_bytes / kGiB;
+    const double measured = *prediction.run->measured_memory_gib, predicted = prediction.memory_per_gpu_bytes / kBytesPerGiB;
     out << "  " << padded(prediction.run->id, id_width) << "  " << padded(format_number("%.1f", measured), 9, true)
         << "  " << padded(format_number("%.1f", predicted), 9, true) << "  "
         << padded(format_number("%+.1f", (predicted - measured) / measured * 100.0), 8, true) << "\n";
@@ -122,6 +120,29 @@ void write_summary(std::ostream& out, const ValidationReport& report) {
   write_slices(out, "hardware", summary.hardware);
 }
 
+std::string share_text(size_t part, size_t whole) {
+  return whole ? format_number("%.1f", 100.0 * static_cast<double>(part) / static_cast<double>(whole)) + " %" : "n/a";
+}
+
+// How many rows fall inside the intervals built without their source; below: the run was faster
+// than the interval, above: slower.
+void write_coverage(std::ostream& out, const CoverageCheck& check) {
+  if (check.all.runs == 0) return;
+  out << "\nPrediction intervals (" << format_number("%.0f", 100.0 * check.coverage)
+      << " % claimed), out of fold: each source's rows against the other sources' intervals:\n";
+  size_t width = 3;
+  for (const CoverageCount& file : check.files) width = std::max(width, file.name.size());
+  auto write_count = [&](const CoverageCount& count) {
+    out << "  " << padded(count.name, width) << "  " << padded(std::to_string(count.runs), 5, true) << " rows  inside "
+        << padded(share_text(count.inside, count.runs), 7, true) << "  faster " << padded(std::to_string(count.below), 4, true)
+        << "  slower " << padded(std::to_string(count.above), 4, true);
+    if (count.without_interval) out << "  no comparable class " << count.without_interval;
+    out << "\n";
+  };
+  for (const CoverageCount& file : check.files) write_count(file);
+  if (check.files.size() > 1) write_count(check.all);
+}
+
 }  // namespace
 
 std::string significant(double value) {
@@ -130,7 +151,6 @@ std::string significant(double value) {
 }
 
 std::string source_label(const std::string& source) { return source.empty() ? "(blank)" : source; }
-
 
 void write_validation_text(std::ostream& out, const ValidationReport& report) {
   const ValidationSummary& summary = report.summary;
@@ -156,6 +176,7 @@ void write_validation_text(std::ostream& out, const ValidationReport& report) {
     out << "\n";
   }
   write_summary(out, report);
+  write_coverage(out, report.coverage);
 }
 
 nlohmann::ordered_json validation_json(const ValidationReport& report) {
@@ -181,7 +202,7 @@ nlohmann::ordered_json validation_json(const ValidationReport& report) {
     row["recompute"] = evaluated ? nlohmann::ordered_json(prediction.recompute) : nullptr;
     if (prediction.run->measured_memory_gib) {
       row["measured_memory_gib"] = *prediction.run->measured_memory_gib;
-      row["memory_gib"] = evaluated ? nlohmann::ordered_json(prediction.memory_per_gpu_bytes / kGiB) : nullptr;
+      row["memory_gib"] = evaluated ? nlohmann::ordered_json(prediction.memory_per_gpu_bytes / kBytesPerGiB) : nullptr;
     }
     if (!evaluated) row["reason"] = prediction.reason;
     rows.push_back(row);
@@ -206,6 +227,16 @@ nlohmann::ordered_json validation_json(const ValidationReport& report) {
   };
   json["models"] = slices_json(summary.models);
   json["hardware"] = slices_json(summary.hardware);
+  auto count_json = [](const CoverageCount& count) {
+    return nlohmann::ordered_json{
+        {"name", count.name}, {"runs", count.runs}, {"inside", count.inside}, {"faster", count.below},
+        {"slower", count.above}, {"without_interval", count.without_interval},
+        {"inside_fraction", count.runs ? nlohmann::ordered_json(static_cast<double>(count.inside) / static_cast<double>(count.runs))
+                                       : nlohmann::ordered_json(nullptr)}};
+  };
+  nlohmann::ordered_json files = nlohmann::ordered_json::array();
+  for (const CoverageCount& file : report.coverage.files) files.push_back(count_json(file));
+  json["interval_coverage"] = {{"claimed", report.coverage.coverage}, {"all", count_json(report.coverage.all)}, {"files", files}};
   return json;
 }
 

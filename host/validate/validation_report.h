@@ -9,7 +9,9 @@
 // unevaluable row has the last five null and a "reason"; a row with measured_memory_gib adds it
 // and the prediction's "memory_gib"], "evaluated", "unevaluable",
 // "mape_pct", "max_abs_error_pct", "worst_row", "spearman", "sources": [{"source", "rows",
-// "mape_pct"}]}; statistics are null when no row was evaluated (Spearman: fewer than 2).
+// "mape_pct"}], "models", "hardware", "interval_coverage": {"claimed", "all", "files": [{"name", "runs",
+// "inside", "faster", "slower", "without_interval", "inside_fraction"}]}}; statistics are null when
+// no row was evaluated (Spearman: fewer than 2). Text ends with the interval coverage per file.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -27,6 +29,7 @@ struct ValidationReport {
   std::vector<std::string> files;        // as named on the command line
   std::vector<Prediction> predictions;   // every row, in file order
   ValidationSummary summary;
+  CoverageCheck coverage;                // the prediction intervals out of fold (prediction_intervals.h)
 };
 
 void write_validation_text(std::ostream& out, const ValidationReport& report);

@@ -502,7 +502,7 @@ TEST(Validate, ModernColumnsReachTheRecipe) {
   const Prediction prediction = predict(runs[0]);
   ASSERT_TRUE(prediction.evaluated()) << prediction.reason;
   const std::vector<Prediction> predictions = {prediction};
-  const ValidationReport report{{"inline.csv"}, predictions, summarize(predictions)};
+  const ValidationReport report{{"inline.csv"}, predictions, summarize(predictions), {}};
   const nlohmann::ordered_json json = validation_json(report);
   EXPECT_EQ(json["rows"][0]["measured_memory_gib"], 30.5);
   EXPECT_NEAR(json["rows"][0]["memory_gib"].get<double>(), prediction.memory_per_gpu_bytes / (1024.0 * 1024 * 1024), 1e-9);
