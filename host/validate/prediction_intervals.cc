@@ -68,6 +68,13 @@ double positive_number(const nlohmann::json& value, const std::string& file, con
   return value.get<double>();
 }
 
+// A count: a whole number from 1 to a billion (so the cast to size_t is defined).
+size_t count(const nlohmann::json& value, const std::string& file, const std::string& key) {
+  const double number = positive_number(value, file, key);
+  if (number > 1e9 || number != std::floor(number)) malformed(file, key, "expected a whole number from 1 to 1e9");
+  return static_cast<size_t>(number);
+}
+
 std::string trait(const nlohmann::json& entry, const char* name, const std::set<std::string>& allowed,
                   const std::string& file, const std::string& where) {
   if (!entry.contains(name)) return "";
@@ -209,10 +216,10 @@ IntervalTable parse_interval_table(std::string_view text, const std::string& fil
   if (json.contains("high_quantile")) table.high_quantile = positive_number(json["high_quantile"], file, "high_quantile");
   if (!(table.low_quantile < table.high_quantile && table.high_quantile < 1))
     malformed(file, "high_quantile", "expected 0 < low_quantile < high_quantile < 1");
-  if (json.contains("min_runs")) table.min_runs = static_cast<size_t>(positive_number(json["min_runs"], file, "min_runs"));
+  if (json.contains("min_runs")) table.min_runs = count(json["min_runs"], file, "min_runs");
   if (json.contains("min_sources"))
-    table.min_sources = static_cast<size_t>(positive_number(json["min_sources"], file, "min_sources"));
-  if (json.contains("runs")) table.runs = static_cast<size_t>(positive_number(json["runs"], file, "runs"));
+    table.min_sources = count(json["min_sources"], file, "min_sources");
+  if (json.contains("runs")) table.runs = count(json["runs"], file, "runs");
   if (!json.contains("classes") || !json["classes"].is_array()) malformed(file, "classes", "expected an array");
   for (size_t i = 0; i < json["classes"].size(); ++i) {
     const nlohmann::json& entry = json["classes"][i];
@@ -228,7 +235,7 @@ IntervalTable parse_interval_table(std::string_view text, const std::string& fil
     item.of.scale = trait(entry, "scale", {"one-node", "up-to-512", "over-512"}, file, where);
     for (const char* key : {"runs", "low", "high"})
       if (!entry.contains(key)) malformed(file, where + "." + key, "missing");
-    item.runs = static_cast<size_t>(positive_number(entry["runs"], file, where + ".runs"));
+    item.runs = count(entry["runs"], file, where + ".runs");
     item.low = positive_number(entry["low"], file, where + ".low");
     item.high = positive_number(entry["high"], file, where + ".high");
     if (item.low > item.high) malformed(file, where + ".high", "smaller than low");

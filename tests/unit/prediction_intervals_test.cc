@@ -116,6 +116,8 @@ TEST(PredictionIntervals, TheTableRoundTripsAndABadOneNamesFileAndKey) {
       [] { parse_interval_table("{\"classes\": [{\"family\": \"sparse\", \"runs\": 3, \"low\": 1, \"high\": 2}]}", "t.json"); },
       {"t.json: classes[0].family: expected one of dense|moe"});
   test::expect_error<InputError>([] { parse_interval_table("{\n\"classes\": [\n,]}", "t.json"); }, {"t.json:3: not valid JSON"});
+  test::expect_error<InputError>([] { parse_interval_table("{\"classes\": [], \"min_runs\": 1e300}", "t.json"); },
+                                 {"t.json: min_runs: expected a whole number from 1 to 1e9"});
 }
 
 // Hopper and Blackwell are told apart by the formats their tensor cores run, not their names.
