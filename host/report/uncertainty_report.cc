@@ -15,16 +15,19 @@ void add_uncertainty(ResultTree& results, const IntervalTable& table, const std:
   const PredictionInterval interval =
       prediction_interval(table, plan_class, step.value_or(0), tokens.value_or(0), mfu.value_or(0));
   if (!interval.of) {
-    results.set("uncertainty.note", "no interval: no comparable class holds " + std::to_string(table.min_runs) + " runs");
+    results.set("uncertainty.note", "no interval: no comparable class holds " + std::to_string(table.min_runs) + " runs from " +
+                                        std::to_string(table.min_sources) + " sources");
   } else {
     results.set("uncertainty.comparable_class", describe_class(interval.of->of));
     results.set("uncertainty.comparable_runs", static_cast<double>(interval.of->runs));
     results.set("uncertainty.coverage_fraction", table.coverage);
-    if (step) results.set("uncertainty.step_s.low", interval.step_low), results.set("uncertainty.step_s.high", interval.step_high);
-    if (tokens)
-      results.set("uncertainty.tokens_per_s_per_gpu.low", interval.tokens_low),
-          results.set("uncertainty.tokens_per_s_per_gpu.high", interval.tokens_high);
-    if (mfu) results.set("uncertainty.mfu.low", interval.mfu_low), results.set("uncertainty.mfu.high", interval.mfu_high);
+    const auto set_range = [&](const std::string& figure, double low, double high) {
+      results.set("uncertainty." + figure + ".low", low);
+      results.set("uncertainty." + figure + ".high", high);
+    };
+    if (step) set_range("step_s", interval.step_low, interval.step_high);
+    if (tokens) set_range("tokens_per_s_per_gpu", interval.tokens_low, interval.tokens_high);
+    if (mfu) set_range("mfu", interval.mfu_low, interval.mfu_high);
   }
   const std::optional<double> memory = results.number("memory.per_gpu_bytes"), capacity = results.number("memory.capacity_bytes");
   if (memory && capacity) {
