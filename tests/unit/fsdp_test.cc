@@ -81,11 +81,25 @@ namespace {
 
 TEST(Fsdp, ContextParallelGradientsAreReducedOverCpToo) {
   // 64 GPUs = cp 2 x dp 32, ZeRO-1: reduce-scatter of the gradients and all-gather of the weights
-  // over dp (once per step), then the 1/32 gradient shard all-reduced over cp.
+  // over dp (once per step), then the same over cp of the 1/32 shard: as Megatron-LM's one
+  // reduce-scatter and all-gather over the 64 ranks of dp x cp, (P - 1)/P of each buffer.
   std::string recipe = zero_recipe(1) + "[[strategy]]\nname = \"sp\"\nmode = \"ring\"\ndegree = 2\n";
   const double dp = 32, cp = 2, bytes = 2 * kParameters;  // bf16 gradients and weights
-  const double expected = (dp - 1) / dp * (bytes + bytes) + 2 * (cp - 1) / cp * bytes / dp;
+  const double expected = (dp - 1) / dp * (bytes + bytes) + (cp - 1) / cp * (bytes + bytes) / dp;
+  EXPECT_NEAR(expected / (2 * (dp * cp - 1) / (dp * cp) * bytes), 1.0, 1e-12);
   EXPECT_NEAR(test::evaluate_recipe(recipe).number("comm.fsdp.bytes_per_gpu_per_step") / expected, 1.0, 1e-12);
+}
+
+// Megatron-LM builds its distributed optimizer on the dp x cp group (megatron/core/optimizer/
+// __init__.py, intra_dp_cp_group): with cp = 2 the Adam state of ZeRO-1 is 12Ψ/(32 x 2), not
+// 12Ψ/32; weights and gradients stay whole. ZeRO-3 keeps sharding over dp alone.
+TEST(Fsdp, TheDistributedOptimizerShardsOverDpTimesCp) {
+  const std::string ring = "[[strategy]]\nname = \"sp\"\nmode = \"ring\"\ndegree = 2\n";
+  const test::Evaluated stage1 = test::evaluate_recipe(zero_recipe(1) + ring);
+  EXPECT_NEAR(stage1.number("memory.optimizer_bytes") / (12 * kParameters / 64), 1.0, 1e-12);
+  EXPECT_NEAR(stage1.number("memory.gradients_bytes") / (2 * kParameters), 1.0, 1e-12);
+  const test::Evaluated stage3 = test::evaluate_recipe(zero_recipe(3) + ring);
+  EXPECT_NEAR(stage3.number("memory.optimizer_bytes") / (12 * kParameters / 32), 1.0, 1e-12);
 }
 
 }  // namespace

@@ -18,8 +18,9 @@
 // gradients (2 or 4 bytes). Expert weights are replicated over fewer ranks: when expert
 // parallelism created the axis "edp" (expert data parallelism), expert state ("*.experts") is
 // sharded and reduced over it instead of the group's axis. With context parallelism ("cp"),
-// ranks of a cp group hold the same weights too, so their gradients are also all-reduced over
-// "cp": the full gradients at stage 0, this rank's shard from stage 1 on.
+// ranks of a cp group hold the same weights too: stages 1-2 (Megatron-LM's distributed
+// optimizer) shard over dp x cp, reduce-scattering over "cp" too; stage 0 all-reduces the full
+// gradients over "cp", stage 3 its dp shard of them.
 //
 //   paraplan::strategies::ZeroSharding zero("fsdp", /*stage=*/3, /*overlap=*/true);
 //   int32_t dp = plan.add_axis("dp", degree, "fsdp");
@@ -84,25 +85,26 @@ class ZeroSharding {
     const int32_t edp_axis = view.axis_index(PP_AXIS_EDP);
     const int32_t cp_axis = view.axis_index(PP_AXIS_CP);
     const double dp = static_cast<double>(group);
-    const double edp = edp_axis >= 0 ? static_cast<double>(view.axes()[static_cast<size_t>(edp_axis)].degree) : dp;
+    const double cp = cp_axis >= 0 ? static_cast<double>(view.axes()[static_cast<size_t>(cp_axis)].degree) : 1.0;
+    // Megatron-LM's distributed optimizer (stages 1 and 2) shards over dp x cp: context-parallel
+    // ranks hold the same weights, and optimizer/__init__.py builds it on the intra_dp_cp group.
+    const bool over_cp = (stage_ == 1 || stage_ == 2) && cp > 1;
+    const double dense_shards = over_cp ? dp * cp : dp;
+    // ep carves "edp" out of cp x dp (ep.cc), so expert state already spans the cp ranks; without
+    // ep the experts are replicated like dense state.
+    const double expert_shards =
+        edp_axis >= 0 ? static_cast<double>(view.axes()[static_cast<size_t>(edp_axis)].degree) : dense_shards;
 
     // Collective sizes are the unsharded state: read it before sharding.
     const ModelState state{state_bytes(view, /*experts=*/false), state_bytes(view, /*experts=*/true)};
     std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
     std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
-    shard(plan, memory, ops, dp, edp);
+    shard(plan, memory, ops, dense_shards, expert_shards);
 
     if (dp > 1) add_communication(plan, group_axis, state.dense);
-    if (edp > 1) add_communication(plan, edp_axis >= 0 ? edp_axis : group_axis, state.experts);
-    if (cp_axis >= 0 && view.axes()[static_cast<size_t>(cp_axis)].degree > 1) {
-      // Megatron-LM reduces over dp x cp at once. As two steps: from stage 1 on the data-parallel
-      // reduce-scatter leaves each rank 1/N of the gradients, and only that shard is all-reduced
-      // over cp; at stage 0 the full gradients are.
-      const double dense_share = stage_ >= 1 ? 1.0 / dp : 1.0, expert_share = stage_ >= 1 ? 1.0 / edp : 1.0;
-      for (size_t i = 0; i < state.dense.slots.size(); ++i)
-        add(plan, cp_axis, state.dense.slots[i], PP_OP_GRAD_ALL_REDUCE_CP, PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD,
-            PP_PER_STEP, state.dense.gradients[i] * dense_share + state.experts.gradients[i] * expert_share);
-    }
+    if (edp_axis >= 0 && expert_shards > 1) add_communication(plan, edp_axis, state.experts);
+    if (edp_axis < 0 && dp > 1) add_communication(plan, group_axis, state.experts);
+    if (cp > 1) add_context_parallel_communication(plan, cp_axis, state, dp, edp_axis < 0);
     return state;
   }
 
@@ -138,15 +140,16 @@ class ZeroSharding {
     return bytes;
   }
 
-  void shard(PlanEditor& plan, const std::vector<pp_memory_item>& memory, const std::vector<pp_op>& ops, double dp,
-             double edp) const {
+  // Divides each sharded item (and the optimizer update) by the ranks it is spread over.
+  void shard(PlanEditor& plan, const std::vector<pp_memory_item>& memory, const std::vector<pp_op>& ops,
+             double dense_shards, double expert_shards) const {
     for (uint32_t i = 0; i < memory.size(); ++i) {
       pp_memory_item item = memory[i];
       bool sharded = (item.kind == PP_MEMORY_OPTIMIZER && stage_ >= 1) ||
                      (item.kind == PP_MEMORY_GRADIENTS && stage_ >= 2) ||
                      (item.kind == PP_MEMORY_PARAMETERS && stage_ >= 3);
       if (!sharded) continue;
-      item.bytes /= is_expert_state(item.name) ? edp : dp;
+      item.bytes /= is_expert_state(item.name) ? expert_shards : dense_shards;
       plan.set_memory(i, item);
     }
     // From stage 1 on, the optimizer update touches only this rank's shard.
@@ -154,8 +157,31 @@ class ZeroSharding {
     for (uint32_t i = 0; i < ops.size(); ++i) {
       if (!is_optimizer_step(ops[i].name)) continue;
       pp_op op = ops[i];
-      op.bytes /= is_expert_state(op.name) ? edp : dp;
+      op.bytes /= is_expert_state(op.name) ? expert_shards : dense_shards;
       plan.set_op(i, op);
+    }
+  }
+
+  // Over cp, after the data-parallel collectives, as a hierarchical collective over dp x cp would
+  // run (the same bytes as Megatron-LM's one collective on the combined group). The distributed
+  // optimizer (stages 1-2) reduce-scatters the 1/dp gradient shard over cp and all-gathers the
+  // updated 1/dp weights back; stage 0 all-reduces the full gradients, stage 3 its 1/dp shard.
+  // Expert state joins only when it is not already reduced over an "edp" that spans cp.
+  void add_context_parallel_communication(PlanEditor& plan, int32_t cp_axis, const ModelState& state, double dp,
+                                          bool with_experts) const {
+    const double share = stage_ >= 1 ? 1.0 / dp : 1.0;
+    for (size_t i = 0; i < state.dense.slots.size(); ++i) {
+      const double gradients = (state.dense.gradients[i] + (with_experts ? state.experts.gradients[i] : 0.0)) * share;
+      const double weights = (state.dense.weights[i] + (with_experts ? state.experts.weights[i] : 0.0)) * share;
+      if (stage_ == 1 || stage_ == 2) {
+        add(plan, cp_axis, state.dense.slots[i], PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD,
+            stage_ == 1 ? PP_PER_STEP : PP_PER_MICRO_BATCH, gradients);
+        add(plan, cp_axis, state.dense.slots[i], PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_STEP, PP_PER_STEP,
+            weights);
+      } else {
+        add(plan, cp_axis, state.dense.slots[i], PP_OP_GRAD_ALL_REDUCE_CP, PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD,
+            PP_PER_STEP, gradients);
+      }
     }
   }
 
