@@ -1,7 +1,9 @@
 // The analytic executor's batched figures for the search (pp_executor_v1.evaluate, implemented in
-// plugins/executors/analytic/plan_figures.cc) against its run() (stage_cost.cc, analytic.cc), two
-// independent code paths over the same plan: on every shipped recipe, under the plan's own mesh
-// layout and under a permuted one, and with no layout at all (memory only).
+// plugins/executors/analytic/plan_figures.cc) against its run() (analytic.cc): run() reports the
+// same figures for the plan's own layout, and its breakdown, summed by stage and owner in
+// stage_cost.cc (an independent walk over every op), must add up to the batched step time: on
+// every shipped recipe, under the plan's own mesh layout and under permuted ones, and with no
+// layout at all (memory only).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -79,6 +81,13 @@ void expect_same_figures(const pp_plan_figures& batched, const ResultTree& run, 
   expect_near(batched.mfu, number(run, "throughput.mfu"), what + " throughput.mfu");
   expect_near(batched.tokens_per_s_per_gpu, number(run, "throughput.tokens_per_s_per_gpu"),
               what + " throughput.tokens_per_s_per_gpu");
+  // The breakdown adds up to the step: compute, the GPU's waits for the host, the bubble, the
+  // exposed communication of every owner and the optimizer update.
+  double parts = number(run, "time.compute_s") + number(run, "time.host_wait_s") + number(run, "time.bubble_s") +
+                 number(run, "time.optimizer_s");
+  for (const auto& [key, value] : run.entries())
+    if (key.starts_with("time.exposed_comm_s.")) parts += std::get<double>(value);
+  expect_near(batched.step_s, parts, what + " the breakdown's sum");
 }
 
 // Layout 0 is the plan's own strides; then one layout per order of its top-level axes (the

@@ -1,9 +1,11 @@
 // analytic: the closed-form cost model. Sums every rank class's ops and memory (stage_cost.h)
 // and combines the stages with the pipeline schedule the plan carries.
 //
-//   step = max over stages of (micro_batches x time per micro-batch)
-//        + bubble_fraction x micro_batches x slowest micro-batch time        (the schedule's idle)
-//        + exposed per-step communication + optimizer update               (after the last micro-batch)
+//   step = micro_batches x slowest stage's micro-batch time x (1 + bubble_fraction)
+//        + the longest tail: exposed per-step communication + optimizer update (after the last micro-batch)
+// The totals (step, memory, throughput, MFU) are the search's figures for the plan's own layout
+// (plan_figures.h), so evaluate and search price a plan with one model; stage_cost.h breaks them
+// down by stage and owner with the same terms (stage_cost.h: phase_elapsed_s, step_s, memory_bytes).
 //   memory per GPU = weights + gradients + optimizer state
 //                  + activations per micro-batch x micro-batches in flight + other + runtime overhead
 //   MFU = model FLOPs per step / (step x GPUs x peak bf16 FLOP/s)   (Megatron-LM convention,
@@ -45,39 +47,46 @@ class Analytic : public paraplan::Executor {
     std::vector<analytic::StageCost> stages;
     for (size_t stage = 0; stage < plan.stages().size(); ++stage) stages.push_back(analytic::cost_stage(plan, hardware, stage));
 
-    // The slowest stage sets the pace of the whole pipeline.
+    // The totals come from the search's own figures (one model, plan_figures.h), for the plan's
+    // own layout; the stages' costs break them down.
+    std::vector<int64_t> strides;
+    for (const pp_mesh_axis& axis : plan.axes()) strides.push_back(axis.stride);
+    pp_plan_figures totals{};
+    analytic::plan_figures(plan, given, overhead_bytes_, strides, 1, &totals);
+
+    // The slowest stage sets the pace of the whole pipeline; the fullest one the memory.
     size_t slowest = 0, fullest = 0;
     std::vector<double> stage_memory;
     for (size_t i = 0; i < stages.size(); ++i) {
       if (stages[i].micro_batch_s() > stages[slowest].micro_batch_s()) slowest = i;
       const analytic::StageCost& stage = stages[i];
-      double activations = stage.activations_bytes_per_micro_batch * in_flight(plan.stages()[i], pipeline);
-      stage_memory.push_back(stage.weights_bytes + stage.gradients_bytes + stage.optimizer_bytes + activations +
-                             stage.other_bytes + overhead_bytes_);
+      stage_memory.push_back(analytic::memory_bytes(stage.weights_bytes + stage.gradients_bytes + stage.optimizer_bytes,
+                                                    stage.activations_bytes_per_micro_batch,
+                                                    analytic::in_flight(plan.stages()[i], pipeline), stage.other_bytes,
+                                                    overhead_bytes_));
       if (stage_memory[i] > stage_memory[fullest]) fullest = i;
     }
     const analytic::StageCost& pace = stages[slowest];
-    const double steady_s = micro_batches * pace.micro_batch_s();
-    const double bubble_s = pipeline.bubble_fraction * steady_s;
+    const double bubble_s = pipeline.bubble_fraction * micro_batches * pace.micro_batch_s();
     // After its last micro-batch every stage finishes its gradient reduction and optimizer
     // update on its own; the step ends with the longest such tail (the embedding or head stage,
     // usually), not necessarily the pacing stage's.
     size_t longest_tail = 0;
     for (size_t i = 0; i < stages.size(); ++i)
       if (stages[i].tail_s() > stages[longest_tail].tail_s()) longest_tail = i;
-    const double step_s = steady_s + bubble_s + stages[longest_tail].tail_s();
 
-    report_memory(results, stages[fullest], stage_memory[fullest], profile, in_flight(plan.stages()[fullest], pipeline));
+    report_memory(results, stages[fullest], totals.memory_per_gpu_bytes, profile,
+                  analytic::in_flight(plan.stages()[fullest], pipeline));
     // Stages of a layered model hold different mixes of kinds: each one's memory, row by row.
     if (!paraplan::beyond_uniform_transformer(plan.model()).empty())
       for (size_t i = 0; i < stages.size(); ++i)
-        report_stage_memory(results, plan, i, stages[i], stage_memory[i], in_flight(plan.stages()[i], pipeline));
+        report_stage_memory(results, plan, i, stages[i], stage_memory[i], analytic::in_flight(plan.stages()[i], pipeline));
     // Every strategy that owns an axis gets its keys, 0 when it moves nothing.
     std::map<std::string, double> owners;
     for (const pp_mesh_axis& axis : plan.axes()) owners.emplace(axis.owner, 0.0);
     report_communication(results, stages, owners);
-    report_time(results, pace, stages[longest_tail], micro_batches, bubble_s, step_s, pipeline, owners);
-    report_throughput(results, plan, stages, step_s, profile);
+    report_time(results, pace, stages[longest_tail], micro_batches, bubble_s, totals.step_s, pipeline, owners);
+    report_throughput(results, plan, stages, totals);
   }
 
   // The search's batched figures (plan_figures.h).
@@ -87,11 +96,6 @@ class Analytic : public paraplan::Executor {
   }
 
  private:
-  // The stage's own peak when the pipeline strategy gave one, else the pipeline-wide figure.
-  static double in_flight(const pp_stage& stage, const pp_pipeline& pipeline) {
-    return stage.in_flight_micro_batches > 0 ? stage.in_flight_micro_batches : pipeline.in_flight_micro_batches;
-  }
-
   void report_memory(const paraplan::ResultSink& results, const analytic::StageCost& stage, double total,
                      const pp_hardware_profile& profile, double in_flight) const {
     results.number("memory.per_gpu_bytes", total);
@@ -153,8 +157,8 @@ class Analytic : public paraplan::Executor {
   }
 
   static void report_throughput(const paraplan::ResultSink& results, const paraplan::PlanView& plan,
-                                const std::vector<analytic::StageCost>& stages, double step_s,
-                                const pp_hardware_profile& profile) {
+                                const std::vector<analytic::StageCost>& stages, const pp_plan_figures& totals) {
+    const double step_s = totals.step_s;
     const double gpus = static_cast<double>(plan.cluster().num_gpus);
     const double micro_batches = static_cast<double>(plan.pipeline().micro_batches);
     const double tokens = static_cast<double>(plan.training().global_batch) * static_cast<double>(plan.model().seq_len);
@@ -167,13 +171,12 @@ class Analytic : public paraplan::Executor {
     for (const analytic::StageCost& stage : stages)
       hardware_flops += ranks_per_stage * micro_batches *
                         (stage.model_flops_per_micro_batch + stage.recompute_flops_per_micro_batch);
-    const double peak = paraplan::cost::peak_flops(profile, PP_DTYPE_BF16);
     results.number("throughput.tokens_per_s", tokens / step_s);
-    results.number("throughput.tokens_per_s_per_gpu", tokens / step_s / gpus);
+    results.number("throughput.tokens_per_s_per_gpu", totals.tokens_per_s_per_gpu);
     results.number("throughput.model_flops_per_step", model_flops);
     results.number("throughput.model_tflops_per_gpu", model_flops / step_s / gpus / 1e12);
     results.number("throughput.hardware_tflops_per_gpu", hardware_flops / step_s / gpus / 1e12);
-    results.number("throughput.mfu", model_flops / step_s / gpus / peak);
+    results.number("throughput.mfu", totals.mfu);
   }
 
   double overhead_bytes_;

@@ -70,9 +70,7 @@ StageShape shape_of(const paraplan::PlanView& plan, size_t stage) {
   return shape;
 }
 
-double elapsed(const Sums& phase) {
-  return phase.compute + phase.critical + std::max(0.0, phase.overlappable - phase.compute);
-}
+double elapsed(const Sums& phase) { return phase_elapsed_s(phase.compute, phase.critical, phase.overlappable); }
 
 Sums combine(const SlotSums& sums, const StageShape& shape, Bucket bucket) {
   Sums total;
@@ -132,13 +130,14 @@ double memory_per_gpu(const paraplan::PlanView& plan, double overhead_bytes) {
   }
   double fullest = 0;
   for (size_t stage = 0; stage < plan.stages().size(); ++stage) {
-    const pp_stage& held = plan.stages()[stage];
-    const double in_flight = held.in_flight_micro_batches > 0 ? held.in_flight_micro_batches
-                                                              : plan.pipeline().in_flight_micro_batches;
     const StageShape shape = shape_of(plan, stage);
-    double bytes = overhead_bytes;
-    for (size_t slot = 0; slot < slots; ++slot) bytes += shape[slot] * (state[slot] + in_flight * activations[slot]);
-    fullest = std::max(fullest, bytes);
+    double held_state = 0, held_activations = 0;
+    for (size_t slot = 0; slot < slots; ++slot) {
+      held_state += shape[slot] * state[slot];
+      held_activations += shape[slot] * activations[slot];
+    }
+    fullest = std::max(fullest, memory_bytes(held_state, held_activations,
+                                             in_flight(plan.stages()[stage], plan.pipeline()), 0.0, overhead_bytes));
   }
   return fullest;
 }
@@ -205,7 +204,7 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
       step_backward.compute = backward.compute;
       tail = std::max(tail, elapsed(step_backward) - step_backward.compute + elapsed(combine(sums, shape, kStepTail)));
     }
-    const double step = micro_batches * pace * (1.0 + pipeline.bubble_fraction) + tail;
+    const double step = step_s(micro_batches, pace, pipeline.bubble_fraction, tail);
     pp_plan_figures& out = figures[layout];
     out.step_s = step;
     out.tokens_per_s_per_gpu = tokens / step / gpus;

@@ -42,10 +42,7 @@ void add_to_phase(PhaseCost& phase, const pp_op& op, double seconds) {
 double PhaseCost::critical_total() const { return sum(critical_comm_s); }
 double PhaseCost::overlappable_total() const { return sum(overlappable_comm_s); }
 
-double PhaseCost::elapsed_s() const {
-  const double busy = compute_s + host_wait_s;
-  return busy + critical_total() + std::max(0.0, overlappable_total() - busy);
-}
+double PhaseCost::elapsed_s() const { return phase_elapsed_s(compute_s + host_wait_s, critical_total(), overlappable_total()); }
 
 OwnerSeconds PhaseCost::exposed_by_owner() const {
   OwnerSeconds exposed = critical_comm_s;

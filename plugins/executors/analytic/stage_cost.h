@@ -6,6 +6,7 @@
 // Critical communication is always exposed.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -13,6 +14,29 @@
 #include "paraplan/sdk.hpp"
 
 namespace analytic {
+
+// The terms both run() and the search's figures (plan_figures.h) are built from, written once.
+//
+// A phase of one micro-batch: the compute stream's time (compute and the waits for the host),
+// the critical communication, and the overlappable communication the compute stream cannot hide.
+inline double phase_elapsed_s(double compute_stream_s, double critical_s, double overlappable_s) {
+  return compute_stream_s + critical_s + std::max(0.0, overlappable_s - compute_stream_s);
+}
+// The step: m micro-batches at the slowest stage's pace, stretched by the schedule's bubble, then
+// the longest tail (exposed per-step communication and the optimizer update).
+inline double step_s(double micro_batches, double pace_s, double bubble_fraction, double tail_s) {
+  return micro_batches * pace_s * (1.0 + bubble_fraction) + tail_s;
+}
+// A GPU's memory: model state, activations of its micro-batches in flight, the rest, and the
+// runtime overhead every GPU loses.
+inline double memory_bytes(double state_bytes, double activations_per_micro_batch, double in_flight, double other_bytes,
+                           double overhead_bytes) {
+  return state_bytes + in_flight * activations_per_micro_batch + other_bytes + overhead_bytes;
+}
+// The micro-batches a stage holds activations for: its own when the pipeline gave one.
+inline double in_flight(const pp_stage& stage, const pp_pipeline& pipeline) {
+  return stage.in_flight_micro_batches > 0 ? stage.in_flight_micro_batches : pipeline.in_flight_micro_batches;
+}
 
 // Per owner strategy; std::less<> lets the hot loop look an owner up by its char array without
 // building a std::string for every op.
