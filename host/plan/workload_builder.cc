@@ -165,12 +165,17 @@ void add_memory(Plan& plan, pp_memory_kind kind, pp_scope scope, const char* nam
 
 // Mixed-precision training state per parameter (Rajbhandari et al. 2020): 2-byte weights,
 // gradients of 2 bytes (ZeRO) or 4 (Megatron-LM's fp32 main grads), and fp32 master weights plus
-// the optimizer's fp32 moments (Adam: m and v): 16 or 18 bytes per parameter.
-void add_model_state(Plan& plan, pp_scope scope, const char* suffix, double parameters, pp_optimizer optimizer,
+// the optimizer's fp32 moments (Adam: m and v): 16 or 18 bytes per parameter. With the master
+// weights in place (PyTorch FSDP's mixed precision) the weights are the 4-byte master and the
+// optimizer keeps only its moments: 2 bytes per parameter less, there being no 2-byte copy
+// between steps.
+void add_model_state(Plan& plan, pp_scope scope, const char* suffix, double parameters, const pp_training& training,
                      double gradient_bytes, uint32_t layer_kind = PP_EVERY_LAYER_KIND) {
-  double optimizer_bytes = optimizer == PP_OPTIMIZER_ADAM ? 12.0 : 8.0;
+  const double weight_bytes = paraplan::stored_weight_bytes(training);
+  const double master_bytes = paraplan::master_weights_in_place(training) ? 0.0 : 4.0;
+  const double optimizer_bytes = (training.optimizer == PP_OPTIMIZER_ADAM ? 8.0 : 4.0) + master_bytes;
   add_memory(plan, PP_MEMORY_PARAMETERS, scope, (std::string(PP_MEMORY_PREFIX_WEIGHTS) + suffix).c_str(),
-             2.0 * parameters, layer_kind);
+             weight_bytes * parameters, layer_kind);
   add_memory(plan, PP_MEMORY_GRADIENTS, scope, (std::string(PP_MEMORY_PREFIX_GRADS) + suffix).c_str(),
              gradient_bytes * parameters, layer_kind);
   add_memory(plan, PP_MEMORY_OPTIMIZER, scope, (std::string(PP_MEMORY_PREFIX_OPTIMIZER) + suffix).c_str(),
@@ -596,18 +601,16 @@ void build_workload(Plan& plan, const WorkloadOptions& options) {
 
   const double gradient_bytes = options.fp32_main_grads ? 4.0 : 2.0;
   const ModelParameters parameters = count_model_parameters(model);
-  add_model_state(plan, PP_SCOPE_EMBEDDING, PP_MEMORY_SUFFIX_EMBEDDING, parameters.embedding, training.optimizer,
-                  gradient_bytes);
+  add_model_state(plan, PP_SCOPE_EMBEDDING, PP_MEMORY_SUFFIX_EMBEDDING, parameters.embedding, training, gradient_bytes);
   for (uint32_t index = 0; index < kinds.size(); ++index) {
     const LayerParameters layer = layer_parameters(kinds[index], model.hidden);
     // The experts' item holds the shared experts too: ep splits them off ("*.shared_experts")
     // and keeps them whole on every rank while it divides the routed ones.
-    add_model_state(plan, PP_SCOPE_LAYER, PP_MEMORY_SUFFIX_LAYER, layer.dense, training.optimizer, gradient_bytes, index);
+    add_model_state(plan, PP_SCOPE_LAYER, PP_MEMORY_SUFFIX_LAYER, layer.dense, training, gradient_bytes, index);
     if (layer.all_experts() > 0)
-      add_model_state(plan, PP_SCOPE_LAYER, PP_MEMORY_SUFFIX_EXPERTS, layer.all_experts(), training.optimizer,
-                      gradient_bytes, index);
+      add_model_state(plan, PP_SCOPE_LAYER, PP_MEMORY_SUFFIX_EXPERTS, layer.all_experts(), training, gradient_bytes, index);
   }
-  add_model_state(plan, PP_SCOPE_HEAD, PP_MEMORY_SUFFIX_HEAD, parameters.head, training.optimizer, gradient_bytes);
+  add_model_state(plan, PP_SCOPE_HEAD, PP_MEMORY_SUFFIX_HEAD, parameters.head, training, gradient_bytes);
   add_optimizer_step(plan, PP_SCOPE_EMBEDDING, PP_OP_OPTIMIZER_STEP, parameters.embedding, training.optimizer);
   for (uint32_t index = 0; index < kinds.size(); ++index) {
     const LayerParameters layer = layer_parameters(kinds[index], model.hidden);

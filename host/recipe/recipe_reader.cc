@@ -34,7 +34,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& core_sectio
                  "mamba_heads", "mamba_head_dim", "mamba_state", "mamba_groups", "mamba_conv_kernel", "mtp_layers",
                  "tied_embeddings", "dropout", "rotary_base", "norm_epsilon", "position_embedding", "linear_bias",
                  "activation_clamp"}},
-      {"training", {"global_batch", "micro_batch", "precision", "recompute", "recompute_modules", "cuda_graph_modules", "optimizer",
+      {"training", {"global_batch", "micro_batch", "precision", "recompute", "recompute_modules", "cuda_graph_modules", "optimizer", "master_weights",
                     "flash_attention", "main_grads"}},
       {"cluster", {"hardware", "num_gpus", "gpus_per_node", "mesh_order"}},
   };
@@ -449,6 +449,9 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
   training.cuda_graph_modules = read_cuda_graph_modules(reader, *table, recipe.model.shape);
   recipe.flash_attention = reader.boolean("flash_attention").value_or(true);
   recipe.fp32_main_grads = reader.choice("main_grads", {"fp32", "bf16"}).value_or("fp32") == "fp32";
+  training.master_weights = reader.choice("master_weights", {"separate", "in_place"}).value_or("separate") == "in_place"
+                                ? PP_MASTER_WEIGHTS_IN_PLACE
+                                : PP_MASTER_WEIGHTS_SEPARATE;
   reader.reject_unknown_keys();
   if (training.global_batch % training.micro_batch != 0)
     reader.fail(table->get("global_batch"), "global_batch",

@@ -64,7 +64,7 @@ struct IntervalTable {
   std::string executor = "analytic";  // the executor whose predictions the residuals are of
   // The share of unseen runs the interval claims to hold, and the in-sample quantiles that give it
   // out of fold: the 10th-90th percentiles held 74.5 % of each left-out source's shipped runs, the
-  // 5th-95th 79.1 % (docs/validation.md), since a new source differs more than the ones seen.
+  // 5th-95th 79.0 % (docs/validation.md), since a new source differs more than the ones seen.
   double coverage = 0.8;
   double low_quantile = 0.05, high_quantile = 0.95;
   size_t min_runs = 20;

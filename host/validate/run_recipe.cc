@@ -151,6 +151,7 @@ std::string run_recipe_text(const MeasuredRun& run) {
   recipe.optional_string("recompute", run.recompute);       // blank: searched
   recipe.string("precision", run.precision);
   recipe.optional_string("main_grads", run.main_grads);  // blank: the recipe's fp32
+  recipe.optional_string("master_weights", run.master_weights);  // blank: separate
   if (!run.recompute_modules.empty()) recipe.raw("recompute_modules", string_array(run.recompute_modules));
   if (!run.cuda_graph_modules.empty()) recipe.raw("cuda_graph_modules", string_array(run.cuda_graph_modules));
   if (run.flash_attention == false) recipe.boolean("flash_attention", false);

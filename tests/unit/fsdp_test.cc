@@ -102,5 +102,39 @@ TEST(Fsdp, TheDistributedOptimizerShardsOverDpTimesCp) {
   EXPECT_NEAR(stage3.number("memory.optimizer_bytes") / (12 * kParameters / 32), 1.0, 1e-12);
 }
 
+// PyTorch FSDP keeps the fp32 weights themselves as the master (master_weights = "in_place"):
+// 4-byte weights and only Adam's two moments in the optimizer, 4 + 2 + 8 = 14 bytes per parameter
+// with bf16 gradients against the ZeRO paper's 2 + 2 + 12 = 16; the all-gathers still move 2-byte
+// weights, so ZeRO-3's traffic is the same.
+TEST(Fsdp, MasterWeightsInPlaceKeepFp32WeightsAndNoCopy) {
+  auto with = [](std::string recipe, const std::string& key) {
+    return recipe.insert(recipe.find("[training]\n") + 11, key + "\n");
+  };
+  const test::Evaluated plain = test::evaluate_recipe(with(zero_recipe(0), "master_weights = \"in_place\""));
+  EXPECT_NEAR(plain.number("memory.parameters_bytes") / (4 * kParameters), 1.0, 1e-12);
+  EXPECT_NEAR(plain.number("memory.optimizer_bytes") / (8 * kParameters), 1.0, 1e-12);
+  EXPECT_NEAR(model_state_gb(plain) / (14 * kParameters / 1e9), 1.0, 1e-12);
+  const test::Evaluated sharded = test::evaluate_recipe(with(zero_recipe(3), "master_weights = \"in_place\""));
+  EXPECT_NEAR(sharded.number("comm.fsdp.bytes_per_gpu_per_step") /
+                  test::evaluate_recipe(zero_recipe(3)).number("comm.fsdp.bytes_per_gpu_per_step"),
+              1.0, 1e-12);
+  EXPECT_NEAR(model_state_gb(sharded) / (14 * kParameters / 64 / 1e9), 1.0, 1e-12);
+}
+
+// ZeRO-3 holds a layer's weights whole while it runs and the next one's as it arrives (one layer
+// of prefetch, FSDP's default), plus the running layer's whole gradients before their
+// reduce-scatter; the embedding and the head stay gathered from forward to backward. By hand for
+// the 7.5B GPT (bf16 weights and gradients): a layer is 12h² + 2h parameters, the embedding V·h,
+// the head V·h and the final norm's h.
+TEST(Fsdp, Zero3HoldsTheRunningAndThePrefetchedLayerWhole) {
+  const double layer = 12 * kHidden * kHidden + 2 * kHidden, ends = 2 * kVocab * kHidden + kHidden;
+  const double overhead = 1024.0 * 1024 * 1024;  // the analytic executor's runtime_overhead_gib
+  const test::Evaluated prefetching = test::evaluate_recipe(zero_recipe(3, true));
+  EXPECT_NEAR((prefetching.number("memory.other_bytes") - overhead) / (2 * (2 * layer + layer + ends)), 1.0, 1e-12);
+  const test::Evaluated on_demand = test::evaluate_recipe(zero_recipe(3, false));
+  EXPECT_NEAR((on_demand.number("memory.other_bytes") - overhead) / (2 * (layer + layer + ends)), 1.0, 1e-12);
+  EXPECT_EQ(test::evaluate_recipe(zero_recipe(2)).number("memory.other_bytes"), overhead);
+}
+
 }  // namespace
 }  // namespace paraplan::host

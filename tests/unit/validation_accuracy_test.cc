@@ -78,18 +78,19 @@ TEST(ValidationAccuracy, ModernRunsEvaluateOrSayWhyNoWorseThanToday) {
       EXPECT_FALSE(prediction.reason.empty()) << prediction.run->id;
     }
   }
-  EXPECT_GE(evaluated, 201u);
+  EXPECT_GE(evaluated, 202u);
   const ValidationSummary summary = summarize(predictions);
   ASSERT_TRUE(summary.mape_pct.has_value());
-  EXPECT_LE(*summary.mape_pct, 20.0);  // 18.5 % (2026-12-04: the distributed optimizer sharded over dp x cp)
+  EXPECT_LE(*summary.mape_pct, 20.5);  // 18.8 % (2026-12-04: one more row evaluable, +88 %: below)
   ASSERT_TRUE(summary.spearman.has_value());
   EXPECT_GE(*summary.spearman, 0.97);  // 0.977
 }
 
 // A guard per slice of modern.csv, by model and by hardware: each slice's MAPE at most today's
 // plus 2 points (2026-12-04, with the MoE block's passes, the exchange once per node, the runs' bf16
-// gradients, the output layer in bf16, the models' own passes and the distributed optimizer over dp x cp;
-// docs/validation.md), so a change that
+// gradients, the output layer in bf16, the models' own passes, the distributed optimizer over dp x cp, and
+// torchtitan's fp32 weights held in place, which let one more torchtitan Llama 3 8B row fit, 32K context
+// on CP 4, at +88 %: its slices' figures rose with it; docs/validation.md), so a change that
 // helps one family cannot hide a loss on another. The MoE families are split in two halves by
 // model (docs/validation.md): what is tuned is tuned on the first (paraplan::moe::
 // kUnfusedMoePasses), and the second says how it does on models it never saw.
@@ -99,11 +100,11 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
   const ValidationSummary summary = summarize(predictions);
   const std::map<std::string, double> today = {
       // by model
-      {"llama2-7b", 26.2}, {"llama2-13b", 18.1}, {"llama2-70b", 8.1}, {"llama3-8b", 23.9}, {"llama3-70b", 15.8},
+      {"llama2-7b", 26.2}, {"llama2-13b", 18.1}, {"llama2-70b", 8.1}, {"llama3-8b", 25.9}, {"llama3-70b", 15.8},
       {"llama3.1-405b", 10.8}, {"mixtral-8x7b", 16.9}, {"deepseek-v3", 10.8}, {"gpt-oss-120b", 31.2},
       {"nemotron-3-nano", 14.7}, {"qwen3-235b-a22b", 18.4}, {"qwen3-30b-a3b", 24.4},
       // by hardware
-      {"h100-sxm", 20.7}, {"b200", 17.0}, {"gb200-nvl72", 12.9}, {"h100-sxm-hbm2e-96gb-500w", 44.7},
+      {"h100-sxm", 20.7}, {"b200", 17.0}, {"gb200-nvl72", 12.9}, {"h100-sxm-hbm2e-96gb-500w", 48.0},
       {"h200-sxm", 24.9}, {"a100-sxm-80g", 19.6}, {"b300", 23.6}, {"gb300-nvl72", 14.8}};
   size_t guarded = 0;
   for (const std::vector<SliceAccuracy>* slices : {&summary.models, &summary.hardware})

@@ -207,6 +207,10 @@ class Torchtitan : public paraplan::Exporter {
     if (training.precision == PP_PRECISION_FP16)
       unexpressed.push_back(
           "precision fp16: torchtitan mixes precision in bfloat16 or float32 only; exported as bfloat16");
+    if (!paraplan::master_weights_in_place(training))
+      unexpressed.push_back("training.master_weights = \"separate\": FSDP2 keeps the fp32 weights themselves as the "
+                            "master (\"in_place\"): the job holds 2 bytes per parameter less model state than was "
+                            "evaluated (4 + 8 for weights and optimizer, not 2 + 12)");
     train.set("mixed_precision_param", std::string("bfloat16"));
     train.set("mixed_precision_reduce", std::string("float32"));
 

@@ -27,6 +27,7 @@
 //   zero.apply(plan, dp, degree);  // shards memory, adds the collectives
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,7 +61,8 @@ inline std::vector<StateSlot> state_slots(const PlanView& view) {
   return slots;
 }
 
-// The bytes one group of ranks shards and communicates, per slot (state_slots' order).
+// The bytes one group of ranks shards and communicates, per slot (state_slots' order): weights as
+// they are gathered (2 bytes each), gradients at their dtype.
 struct StateBytes {
   std::vector<StateSlot> slots;
   std::vector<double> weights, gradients;
@@ -105,6 +107,7 @@ class ZeroSharding {
     if (edp_axis >= 0 && expert_shards > 1) add_communication(plan, edp_axis, state.experts);
     if (edp_axis < 0 && dp > 1) add_communication(plan, group_axis, state.experts);
     if (cp > 1) add_context_parallel_communication(plan, cp_axis, state, dp, edp_axis < 0);
+    if (stage_ == 3 && (dense_shards > 1 || expert_shards > 1)) add_gathered_buffers(plan, state);
     return state;
   }
 
@@ -125,6 +128,8 @@ class ZeroSharding {
  private:
   static StateBytes state_bytes(const PlanView& view, bool experts) {
     StateBytes bytes{state_slots(view), {}, {}};
+    // Weights move and are held gathered at 2 bytes, however they are kept between steps.
+    const double gathered_per_stored = kComputeWeightBytes / stored_weight_bytes(view.training());
     bytes.weights.assign(bytes.slots.size(), 0.0);
     bytes.gradients.assign(bytes.slots.size(), 0.0);
     for (size_t i = 0; i < view.memory().size(); ++i) {
@@ -133,7 +138,7 @@ class ZeroSharding {
       const uint32_t kind = item.scope == PP_SCOPE_LAYER ? view.memory_layer_kind(i) : PP_EVERY_LAYER_KIND;
       for (size_t slot = 0; slot < bytes.slots.size(); ++slot) {
         if (bytes.slots[slot].scope != item.scope || bytes.slots[slot].kind != kind) continue;
-        if (item.kind == PP_MEMORY_PARAMETERS) bytes.weights[slot] += item.bytes;
+        if (item.kind == PP_MEMORY_PARAMETERS) bytes.weights[slot] += item.bytes * gathered_per_stored;
         if (item.kind == PP_MEMORY_GRADIENTS) bytes.gradients[slot] += item.bytes;
       }
     }
@@ -183,6 +188,30 @@ class ZeroSharding {
             PP_PER_STEP, gradients);
       }
     }
+  }
+
+  // ZeRO-3 holds a layer's weights whole while it runs, and the next one's as it arrives: PyTorch
+  // FSDP prefetches one layer ahead (FSDP2's implicit prefetch, FSDP1's BACKWARD_PRE), as
+  // Megatron-LM's FSDP does; without overlap a layer is gathered only when it is needed. In
+  // backward the running layer's gradients are whole too until their reduce-scatter. On every
+  // stage: (1 + prefetch) x the largest layer's weights + its gradients. The embedding and the
+  // head stay gathered from their forward to their backward (FSDP2 does not reshard the root
+  // module, which holds them, after forward), on the stages that hold them.
+  void add_gathered_buffers(PlanEditor& plan, const ModelState& state) const {
+    const double layers_in_flight = overlap_ ? 2.0 : 1.0;
+    double layer_bytes = 0;
+    for (size_t i = 0; i < state.dense.slots.size(); ++i) {
+      const double weights = state.dense.weights[i] + state.experts.weights[i];
+      const double gradients = state.dense.gradients[i] + state.experts.gradients[i];
+      const pp_scope scope = state.dense.slots[i].scope;
+      if (scope == PP_SCOPE_LAYER) {
+        layer_bytes = std::max(layer_bytes, layers_in_flight * weights + gradients);
+      } else if (weights > 0) {
+        plan.add_memory(make_memory_item(PP_MEMORY_OTHER, scope, PP_MEMORY_ZERO3_GATHERED, owner_, weights));
+      }
+    }
+    if (layer_bytes > 0)
+      plan.add_memory(make_memory_item(PP_MEMORY_OTHER, PP_SCOPE_STEP, PP_MEMORY_ZERO3_GATHERED, owner_, layer_bytes));
   }
 
   // One set of collectives per slot that holds state (embedding, each kind of layer, head).

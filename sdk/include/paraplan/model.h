@@ -171,6 +171,12 @@ typedef enum pp_cuda_graph_module {
 
 typedef enum pp_optimizer { PP_OPTIMIZER_ADAM = 1, PP_OPTIMIZER_SGD = 2 } pp_optimizer;
 
+/* ABI 1.6: where the fp32 master weights live. SEPARATE (0, and every older host): 2-byte weights
+ * plus an fp32 copy in the optimizer state (Megatron-LM, DeepSpeed, the ZeRO paper). IN_PLACE:
+ * the weights themselves are fp32 and the optimizer updates them, a 2-byte copy existing only
+ * while gathered or cast for compute (PyTorch FSDP's MixedPrecision, FSDP2, torchtitan). */
+typedef enum pp_master_weights { PP_MASTER_WEIGHTS_SEPARATE = 0, PP_MASTER_WEIGHTS_IN_PLACE = 1 } pp_master_weights;
+
 typedef struct pp_training {
   uint32_t struct_size;
   int64_t global_batch; /* sequences per optimizer step */
@@ -180,6 +186,7 @@ typedef struct pp_training {
   pp_optimizer optimizer;
   uint32_t recompute_modules; /* ABI 1.6: pp_recompute_module bits (selective only; 0 = core_attn) */
   uint32_t cuda_graph_modules; /* ABI 1.6: pp_cuda_graph_module bits; 0 = every op issued eagerly */
+  pp_master_weights master_weights; /* ABI 1.6 */
 } pp_training;
 
 typedef struct pp_cluster {

@@ -165,6 +165,11 @@
 #define PP_MEMORY_ACT_MTP_LOGITS "act.seq.mtp_logits"
 #define PP_MEMORY_ACT_EMBEDDING_DROPOUT_MASK "act.seq.embedding_dropout_mask" /* first stage */
 #define PP_MEMORY_ACT_LOGITS "act.head.logits"                                 /* last stage */
+/* ABI 1.6: ZeRO-3's unsharded copies while a layer runs (kind OTHER): the gathered weights of the
+ * running and the prefetched layer and the running layer's gradients before their reduce-scatter
+ * (STEP scope), and the embedding's and the head's, held from their forward through their
+ * backward (EMBEDDING and HEAD scopes). */
+#define PP_MEMORY_ZERO3_GATHERED "zero3.gathered"
 
 /* The bundled strategy plugins, as exporters and the search name them. */
 #define PP_STRATEGY_TP "tp"

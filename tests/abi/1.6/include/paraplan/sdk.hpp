@@ -303,11 +303,23 @@ inline uint32_t recomputed_modules(const pp_training& training) {
   switch (training.recompute) {
     case PP_RECOMPUTE_FULL: return 0xFFFFFFFFu;
     case PP_RECOMPUTE_SELECTIVE:
-      return training.struct_size >= sizeof(pp_training) && training.recompute_modules != 0 ? training.recompute_modules
-                                                                                             : uint32_t{PP_RECOMPUTE_CORE_ATTN};
+      return training.struct_size >= offsetof(pp_training, recompute_modules) + sizeof(uint32_t) &&
+                     training.recompute_modules != 0
+                 ? training.recompute_modules
+                 : uint32_t{PP_RECOMPUTE_CORE_ATTN};
     default: return 0;
   }
 }
+
+// Bytes a weight is kept in between steps (pp_master_weights): 2 with a separate fp32 master copy
+// in the optimizer state, 4 when the fp32 weights are the master. Gathered and computed with, a
+// weight is always 2 bytes (kComputeWeightBytes). An older host's training has no field: separate.
+inline constexpr double kComputeWeightBytes = 2.0;
+inline bool master_weights_in_place(const pp_training& training) {
+  return training.struct_size >= offsetof(pp_training, master_weights) + sizeof(pp_master_weights) &&
+         training.master_weights == PP_MASTER_WEIGHTS_IN_PLACE;
+}
+inline double stored_weight_bytes(const pp_training& training) { return master_weights_in_place(training) ? 4.0 : 2.0; }
 
 // Megatron-LM's --recompute-modules names of the pp_recompute_module bits, in bit order: the
 // recipe's `recompute_modules` and what the Megatron exporter writes.
