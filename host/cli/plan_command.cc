@@ -25,14 +25,14 @@ int report_plan(const std::string& executor, const CommonOptions& common, const 
   ResultTree results;
   try {
     recipe = read_recipe(recipe_file, reader_options);
+    IntervalTable storage;
+    const IntervalTable& intervals = interval_table(intervals_file, storage);  // a bad file fails before the run
     std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, catalog);
     const LoadedPlugin& executor_plugin = catalog.require(executor, PP_KIND_EXECUTOR);
     const bool wants_schedule = executor_plugin.metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
     ComposedPlan composed = compose_plan(*recipe, catalog, gpus_per_node(*recipe, *hardware), wants_schedule);
     results = run_executor(executor, *recipe, catalog, composed, *hardware);
-    IntervalTable storage;
-    add_uncertainty(results, interval_table(intervals_file, storage), executor,
-                    comparable_class(*recipe, hardware->profile(), gpus_per_node(*recipe, *hardware)));
+    add_uncertainty(results, intervals, executor, comparable_class(*recipe, *hardware));
   } catch (const InputError& failure) {
     throw InputError(mention_overrides(failure.what(), overrides));
   }

@@ -122,6 +122,7 @@ int run_search_command(const std::vector<std::string>& arguments) {
   ComparableClass plan_class;
   try {
     recipe = read_recipe(recipe_file, reader_options);
+    interval_table_in_use = &interval_table(intervals_file, interval_storage);  // a bad file fails before the search
     hardware = open_hardware(*recipe, catalog);
     result = run_search(*recipe, catalog, settings);
     settings.progress = nullptr;
@@ -131,8 +132,7 @@ int run_search_command(const std::vector<std::string>& arguments) {
       ComposedPlan composed = compose_ranked(*recipe, catalog, result, result.top.front(), walks);
       winner = run_executor(executor, *recipe, catalog, composed, *hardware);
     }
-    interval_table_in_use = &interval_table(intervals_file, interval_storage);
-    plan_class = comparable_class(*recipe, hardware->profile(), gpus_per_node(*recipe, *hardware));
+    plan_class = comparable_class(*recipe, *hardware);
     if (!brief) add_uncertainty(winner, *interval_table_in_use, executor, plan_class);
   } catch (const InputError& failure) {
     throw InputError(mention_overrides(failure.what(), overrides));

@@ -65,7 +65,7 @@ int run_validate_command(const std::vector<std::string>& arguments) {
         "source. A row that cannot be evaluated (unknown hardware, degrees that do not multiply to\n"
         "num_gpus, a strategy constraint, no plan fits) is listed with its reason and left out of them.\n\n"
         "Then checks the prediction intervals out of fold: each source's rows against the intervals the\n"
-        "other sources' rows give (10th-90th percentile of measured / predicted step time in the row's\n"
+        "other sources' rows give (5th-95th percentile of measured / predicted step time in the row's\n"
         "class: dense or MoE, GPU generation, precision, scale); about 80 % should fall inside.",
         options,
         "Exit codes: 0 at least one row was evaluated (and the MAPE is within --fail-above); 1 no row could\n"

@@ -76,7 +76,7 @@ std::string format_value(const std::string& key, const ResultValue& value) {
   if (key.find("tflops") != std::string::npos) return printf_text("%.1f %s", number, "TFLOP/s");
   if (key.find("bytes") != std::string::npos) return bytes_text(number);
   if (segment_ends_with(key, "_s")) return seconds_text(number);
-  if (segment_ends_with(key, "fraction") || segment_ends_with(key, "mfu") || ends_with(key, "_pct"))
+  if (ends_with(key, "fraction") || segment_ends_with(key, "mfu") || ends_with(key, "_pct"))
     return printf_text("%.1f %s", ends_with(key, "_pct") ? number : number * 100.0, "%");
   return plain_number(number);
 }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "host/core/errors.h"
+#include "host/plan/hardware_binding.h"
 #include "host/recipe/input_file.h"
 
 namespace paraplan::host {
@@ -68,11 +69,12 @@ double positive_number(const nlohmann::json& value, const std::string& file, con
   return value.get<double>();
 }
 
-// A count: a whole number from 1 to a billion (so the cast to size_t is defined).
-size_t count(const nlohmann::json& value, const std::string& file, const std::string& key) {
-  const double number = positive_number(value, file, key);
-  if (number > 1e9 || number != std::floor(number)) malformed(file, key, "expected a whole number from 1 to 1e9");
-  return static_cast<size_t>(number);
+// A count: a whole number from `minimum` to a billion (so the cast to size_t is defined).
+size_t count(const nlohmann::json& value, const std::string& file, const std::string& key, double minimum = 1) {
+  if (!value.is_number() || !(value.get<double>() >= minimum && value.get<double>() <= 1e9) ||
+      value.get<double>() != std::floor(value.get<double>()))
+    malformed(file, key, "expected a whole number from " + std::to_string(static_cast<int>(minimum)) + " to 1e9");
+  return static_cast<size_t>(value.get<double>());
 }
 
 std::string trait(const nlohmann::json& entry, const char* name, const std::set<std::string>& allowed,
@@ -92,6 +94,10 @@ std::string trait(const nlohmann::json& entry, const char* name, const std::set<
 bool ComparableClass::covers(const ComparableClass& run) const {
   return (family.empty() || family == run.family) && (generation.empty() || generation == run.generation) &&
          (precision.empty() || precision == run.precision) && (scale.empty() || scale == run.scale);
+}
+
+ComparableClass comparable_class(const Recipe& recipe, const HardwareBinding& hardware) {
+  return comparable_class(recipe, hardware.profile(), gpus_per_node(recipe, hardware));
 }
 
 ComparableClass comparable_class(const Recipe& recipe, const pp_hardware_profile& profile, int64_t gpus_per_node) {
@@ -128,6 +134,10 @@ IntervalTable build_interval_table(const std::vector<Residual>& residuals, const
   IntervalTable table;
   table.executor = executor;
   table.runs = residuals.size();
+  // A team's own runs may all come from one source: their table then stands on that one.
+  std::set<std::string> sources;
+  for (const Residual& residual : residuals) sources.insert(residual.source);
+  table.min_sources = std::clamp<size_t>(sources.size(), 1, table.min_sources);
   // Every run counts in its class at each level; a level's classes in first-seen order.
   std::map<std::string, size_t> index;
   std::vector<std::pair<ComparableClass, std::vector<const Residual*>>> groups;
@@ -219,7 +229,7 @@ IntervalTable parse_interval_table(std::string_view text, const std::string& fil
   if (json.contains("min_runs")) table.min_runs = count(json["min_runs"], file, "min_runs");
   if (json.contains("min_sources"))
     table.min_sources = count(json["min_sources"], file, "min_sources");
-  if (json.contains("runs")) table.runs = count(json["runs"], file, "runs");
+  if (json.contains("runs")) table.runs = count(json["runs"], file, "runs", 0);
   if (!json.contains("classes") || !json["classes"].is_array()) malformed(file, "classes", "expected an array");
   for (size_t i = 0; i < json["classes"].size(); ++i) {
     const nlohmann::json& entry = json["classes"][i];

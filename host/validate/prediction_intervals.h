@@ -24,6 +24,10 @@
 #include <vector>
 
 #include "host/recipe/recipe.h"
+
+namespace paraplan::host {
+class HardwareBinding;
+}
 #include "paraplan/hardware.h"
 
 namespace paraplan::host {
@@ -42,6 +46,8 @@ struct ComparableClass {
 
 // The class of a recipe's plan on its hardware; `gpus_per_node` as the plan runs it.
 ComparableClass comparable_class(const Recipe& recipe, const pp_hardware_profile& profile, int64_t gpus_per_node);
+// The same, the hardware opened (its gpus_per_node as the recipe's cluster gives it).
+ComparableClass comparable_class(const Recipe& recipe, const HardwareBinding& hardware);
 
 // "moe, hopper-class, fp8, over-512"; "any" for a class with no trait.
 std::string describe_class(const ComparableClass& of);
@@ -68,7 +74,9 @@ struct IntervalTable {
   double coverage = 0.8;
   double low_quantile = 0.05, high_quantile = 0.95;
   size_t min_runs = 20;
-  size_t min_sources = 2;  // a class seen by one source says nothing of the next source's error
+  // A class seen by one source says nothing of the next source's error; a table built from one
+  // source's runs (a team's own) needs just that one.
+  size_t min_sources = 2;
   std::vector<IntervalClass> classes;  // every class (at every level) with at least min_runs runs
   std::vector<double> memory_ratios;   // sorted; measured / predicted peak memory
   size_t runs = 0;                     // residuals the table was built from

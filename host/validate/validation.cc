@@ -88,8 +88,7 @@ Prediction predict_run(const MeasuredRun& run, const PluginCatalog& catalog) {
     prediction.micro_batch = winner.micro_batch;
     prediction.recompute = recompute_name(winner.recompute);
     prediction.memory_per_gpu_bytes = winner.figures.memory_per_gpu_bytes;
-    const std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, catalog);
-    prediction.comparable = comparable_class(*recipe, hardware->profile(), gpus_per_node(*recipe, *hardware));
+    prediction.comparable = comparable_class(*recipe, *open_hardware(*recipe, catalog));
   } catch (const HostError& failure) {
     prediction.predicted.reset();
     prediction.reason = reason_of(failure.what(), run);

@@ -134,6 +134,10 @@ TEST(Fsdp, Zero3HoldsTheRunningAndThePrefetchedLayerWhole) {
   const test::Evaluated on_demand = test::evaluate_recipe(zero_recipe(3, false));
   EXPECT_NEAR((on_demand.number("memory.other_bytes") - overhead) / (2 * (layer + layer + ends)), 1.0, 1e-12);
   EXPECT_EQ(test::evaluate_recipe(zero_recipe(2)).number("memory.other_bytes"), overhead);
+  // With the weights kept in fp32 in place they are still gathered in 2 bytes: the same buffers.
+  std::string in_place = zero_recipe(3, true);
+  in_place.insert(in_place.find("[training]\n") + 11, "master_weights = \"in_place\"\n");
+  EXPECT_NEAR(test::evaluate_recipe(in_place).number("memory.other_bytes"), prefetching.number("memory.other_bytes"), 1e-3);
 }
 
 }  // namespace

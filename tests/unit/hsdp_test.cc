@@ -79,6 +79,20 @@ TEST(Hsdp, CommunicationIsFsdpWithinTheGroupPlusTheReplicaAllReduce) {
   }
 }
 
+// With ring context parallelism of 2 the distributed optimizer (stage 1) spans G x cp ranks: a
+// rank's gradient shard is grads / (G x 2), and only that crosses the replicas. 64 GPUs = cp 2 x
+// dp 32, shard groups of G = 8 given, R = 4 replicas: 2 (R - 1)/R x grads / 16 on the replica
+// axis, on top of what fsdp moves over 8 data-parallel ranks with the same cp (16 GPUs).
+TEST(Hsdp, TheReplicaAllReduceMovesTheShardOverGroupAndCp) {
+  const double gradients = 2 * kParameters, g = 8, cp = 2, r = 4;
+  const std::string ring = "[[strategy]]\nname = \"sp\"\nmode = \"ring\"\ndegree = 2\n";
+  const test::Evaluated hybrid = test::evaluate_recipe(recipe(64, ring + hsdp(1, "shard_group = 8\n")));
+  const test::Evaluated group = test::evaluate_recipe(recipe(16, ring + fsdp(1)));
+  const double replica = 2 * (r - 1) / r * gradients / (g * cp);
+  EXPECT_NEAR(hybrid.number("comm.hsdp.bytes_per_gpu_per_step"), group.number("comm.fsdp.bytes_per_gpu_per_step") + replica,
+              1e-12 * replica);
+}
+
 TEST(Hsdp, ReplicaAllReduceRunsOncePerStepBehindBackward) {
   test::Evaluated evaluated = test::evaluate_recipe(recipe(64, hsdp(3)));
   const int32_t replicate = static_cast<int32_t>(&axis(evaluated, "dp_replicate") - evaluated.composed.plan->axes().data());

@@ -7,6 +7,7 @@
 
 #include "host/core/errors.h"
 #include "host/report/uncertainty_report.h"
+#include "host/search/search_report.h"
 #include "host/validate/prediction_intervals.h"
 #include "host/validate/validation.h"
 #include "test_support.h"
@@ -61,8 +62,23 @@ TEST(PredictionIntervals, ASmallClassBacksOffOneTraitAtATime) {
   const IntervalClass* dense = table.comparable(kDenseHopper);
   ASSERT_NE(dense, nullptr);
   EXPECT_EQ(dense->of, ComparableClass{});
+  // One source's runs alone (a team's own table) need only that source.
+  EXPECT_NE(build_interval_table(repeated(kDenseHopper, "a", 1.0, 25), "analytic").comparable(kDenseHopper), nullptr);
   // Too few runs anywhere: no interval.
   EXPECT_EQ(build_interval_table(repeated(kDenseHopper, "a", 1.0, 19), "analytic").comparable(kDenseHopper), nullptr);
+}
+
+// Between unequal values the quantile interpolates. Source a: 11 runs of 1.0 (weight 1/11 each);
+// b: 9 of 2.0 and one of 3.0 (1/10 each); 2 in all. Each value sits at the middle of its
+// cumulative weight over 2: b's ninth 2.0 at (1 + 0.85)/2 = 0.925, its 3.0 at (1 + 0.95)/2 =
+// 0.975, so the 95th percentile is halfway: 2.0 + 0.5 x (3.0 - 2.0) = 2.5.
+TEST(PredictionIntervals, TheQuantileInterpolatesBetweenValues) {
+  std::vector<Residual> residuals = joined({repeated(kDenseHopper, "a", 1.0, 11), repeated(kDenseHopper, "b", 2.0, 9)});
+  residuals.push_back({kDenseHopper, 3.0, std::nullopt, "b", "b.csv"});
+  const IntervalClass* of = build_interval_table(residuals, "analytic").comparable(kDenseHopper);
+  ASSERT_NE(of, nullptr);
+  EXPECT_NEAR(of->high, 2.5, 1e-12);
+  EXPECT_DOUBLE_EQ(of->low, 1.0);
 }
 
 // Step x [low, high]; throughput and MFU scale as 1 / step, so their bounds swap.
@@ -166,9 +182,36 @@ TEST(PredictionIntervals, TheShippedTableIsTheShippedRunsResiduals) {
     EXPECT_NEAR(shipped.classes[i].low, now.classes[i].low, 1e-4) << describe_class(now.classes[i].of);
     EXPECT_NEAR(shipped.classes[i].high, now.classes[i].high, 1e-4) << describe_class(now.classes[i].of);
   }
+  ASSERT_EQ(shipped.memory_ratios.size(), now.memory_ratios.size());
+  for (size_t i = 0; i < now.memory_ratios.size(); ++i) EXPECT_NEAR(shipped.memory_ratios[i], now.memory_ratios[i], 1e-4);
   // Today 79.0 % of all rows (1812) and 85.6 % of modern.csv's lie inside out of fold.
   const CoverageCheck check = leave_one_source_out(residuals);
   EXPECT_GE(static_cast<double>(check.all.inside) / static_cast<double>(check.all.runs), 0.78);
+}
+
+// Every plan of a recipe shares the interval [0.8, 1.25]: a plan ties with the winner's 10 s when
+// its step x 0.8 is at most 10 x 1.25, i.e. up to 15.625 s; under the memory objective none does.
+TEST(PredictionIntervals, SearchTiesThePlansWhoseRangesOverlapTheWinners) {
+  const std::unique_ptr<Recipe> recipe = parse_recipe(
+      "[model]\npreset = \"llama2-7b\"\n[training]\nglobal_batch = 8\n[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 8\n",
+      "recipe.toml");
+  const IntervalClass of{kDenseHopper, 40, 0.8, 1.25};
+  SearchResult result;
+  for (double step : {10.0, 15.625, 15.7}) {
+    RankedPlan plan;
+    plan.figures.step_s = step;
+    result.top.push_back(plan);
+  }
+  SearchSettings throughput;
+  SearchReportContext context{*recipe, throughput, "h100-sxm", 0, &of, 0.8};
+  EXPECT_TRUE(ties_with_winner(result, context, result.top[1]));
+  EXPECT_FALSE(ties_with_winner(result, context, result.top[2]));
+  SearchSettings memory;
+  memory.objective = Objective::kMemory;
+  SearchReportContext by_memory{*recipe, memory, "h100-sxm", 0, &of, 0.8};
+  EXPECT_FALSE(ties_with_winner(result, by_memory, result.top[1]));
+  SearchReportContext without{*recipe, throughput, "h100-sxm", 0, nullptr, 0};
+  EXPECT_FALSE(ties_with_winner(result, without, result.top[1]));
 }
 
 // evaluate's report carries the section; a table of another executor's residuals gives none.

@@ -88,6 +88,11 @@ void expect_same_figures(const pp_plan_figures& batched, const ResultTree& run, 
   for (const auto& [key, value] : run.entries())
     if (key.starts_with("time.exposed_comm_s.")) parts += std::get<double>(value);
   expect_near(batched.step_s, parts, what + " the breakdown's sum");
+  // So does the fullest stage's memory (activations as reported: times the sets in flight).
+  const double memory = number(run, "memory.parameters_bytes") + number(run, "memory.gradients_bytes") +
+                        number(run, "memory.optimizer_bytes") + number(run, "memory.activations_bytes") +
+                        number(run, "memory.other_bytes");
+  expect_near(batched.memory_per_gpu_bytes, memory, what + " the memory breakdown's sum");
 }
 
 // Layout 0 is the plan's own strides; then one layout per order of its top-level axes (the

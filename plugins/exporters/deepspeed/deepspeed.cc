@@ -90,7 +90,7 @@ class DeepSpeed : public paraplan::Exporter {
     if (paraplan::master_weights_in_place(training))
       unexpressed.push_back("training.master_weights = \"in_place\": DeepSpeed's bf16 optimizer keeps bf16 weights and "
                             "an fp32 copy in its optimizer state: the job holds 2 bytes per parameter more model state "
-                            "than was evaluated (2 + 12 for weights and optimizer, not 4 + 8)");
+                            "than was evaluated");
     if (paraplan::issue::cuda_graph_modules(training) != 0)
       unexpressed.push_back("cuda_graph_modules: ds_config captures no CUDA graphs of Megatron-LM's modules; the job "
                             "issues the ops the plan replays from graphs eagerly (slower where the host bounds it)");

@@ -124,7 +124,7 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
   if (paraplan::master_weights_in_place(training))
     out.unexpressed.push_back("training.master_weights = \"in_place\": Megatron-LM keeps bf16 weights and an fp32 copy "
                               "in its optimizer state: the job holds 2 bytes per parameter more model state than was "
-                              "evaluated (2 + 12 for weights and optimizer, not 4 + 8)");
+                              "evaluated");
 
   if (training.recompute == PP_RECOMPUTE_SELECTIVE) {
     out.recompute.add("--recompute-granularity", "selective");

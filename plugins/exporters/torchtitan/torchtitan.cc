@@ -210,7 +210,7 @@ class Torchtitan : public paraplan::Exporter {
     if (!paraplan::master_weights_in_place(training))
       unexpressed.push_back("training.master_weights = \"separate\": FSDP2 keeps the fp32 weights themselves as the "
                             "master (\"in_place\"): the job holds 2 bytes per parameter less model state than was "
-                            "evaluated (4 + 8 for weights and optimizer, not 2 + 12)");
+                            "evaluated (no 2-byte copy of the weights between steps)");
     train.set("mixed_precision_param", std::string("bfloat16"));
     train.set("mixed_precision_reduce", std::string("float32"));
 

@@ -75,11 +75,11 @@ class HybridShardedDataParallel : public paraplan::Strategy {
     const int32_t replicate_axis = plan.add_axis(PP_AXIS_DP_REPLICATE, replicas, kName);
     const paraplan::strategies::ModelState state = zero_.apply(plan, dp_axis, group);
     if (replicas <= 1) return;
-    // Each rank all-reduces its group's gradient shard with the same shard in the other groups.
+    // Each rank all-reduces its gradient shard (1/group, or 1/(group x cp) where the distributed
+    // optimizer spans cp) with the same shard in the other groups.
     for (size_t i = 0; i < state.dense.slots.size(); ++i)
       zero_.add(plan, replicate_axis, state.dense.slots[i], PP_OP_GRAD_ALL_REDUCE_REPLICATE, PP_COLLECTIVE_ALL_REDUCE,
-                PP_PHASE_BACKWARD, PP_PER_STEP,
-                (state.dense.gradients[i] + state.experts.gradients[i]) / static_cast<double>(group));
+                PP_PHASE_BACKWARD, PP_PER_STEP, (state.dense.gradients[i] + state.experts.gradients[i]) / state.dense_shards);
   }
 
  private:

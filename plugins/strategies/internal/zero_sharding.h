@@ -20,7 +20,8 @@
 // sharded and reduced over it instead of the group's axis. With context parallelism ("cp"),
 // ranks of a cp group hold the same weights too: stages 1-2 (Megatron-LM's distributed
 // optimizer) shard over dp x cp, reduce-scattering over "cp" too; stage 0 all-reduces the full
-// gradients over "cp", stage 3 its dp shard of them.
+// gradients over "cp", stage 3 its dp shard of them (torchtitan's FSDP2 shards over dp x cp at
+// stage 3 too, which is not modelled).
 //
 //   paraplan::strategies::ZeroSharding zero("fsdp", /*stage=*/3, /*overlap=*/true);
 //   int32_t dp = plan.add_axis("dp", degree, "fsdp");
@@ -73,6 +74,7 @@ struct StateBytes {
 struct ModelState {
   StateBytes dense;
   StateBytes experts;
+  double dense_shards = 1;  // the ranks a rank's share of the dense state is one of (dp, or dp x cp)
 };
 
 class ZeroSharding {
@@ -98,7 +100,7 @@ class ZeroSharding {
         edp_axis >= 0 ? static_cast<double>(view.axes()[static_cast<size_t>(edp_axis)].degree) : dense_shards;
 
     // Collective sizes are the unsharded state: read it before sharding.
-    const ModelState state{state_bytes(view, /*experts=*/false), state_bytes(view, /*experts=*/true)};
+    const ModelState state{state_bytes(view, /*experts=*/false), state_bytes(view, /*experts=*/true), dense_shards};
     std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
     std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
     shard(plan, memory, ops, dense_shards, expert_shards);
@@ -107,7 +109,7 @@ class ZeroSharding {
     if (edp_axis >= 0 && expert_shards > 1) add_communication(plan, edp_axis, state.experts);
     if (edp_axis < 0 && dp > 1) add_communication(plan, group_axis, state.experts);
     if (cp > 1) add_context_parallel_communication(plan, cp_axis, state, dp, edp_axis < 0);
-    if (stage_ == 3 && (dense_shards > 1 || expert_shards > 1)) add_gathered_buffers(plan, state);
+    if (stage_ == 3) add_gathered_buffers(plan, state, dense_shards > 1, expert_shards > 1);
     return state;
   }
 
@@ -196,13 +198,16 @@ class ZeroSharding {
   // backward the running layer's gradients are whole too until their reduce-scatter. On every
   // stage: (1 + prefetch) x the largest layer's weights + its gradients. The embedding and the
   // head stay gathered from their forward to their backward (FSDP2 does not reshard the root
-  // module, which holds them, after forward), on the stages that hold them.
-  void add_gathered_buffers(PlanEditor& plan, const ModelState& state) const {
+  // module, which holds them, after forward), on the stages that hold them. Only sharded state is
+  // gathered: experts that ep left whole on their rank (edp = 1) are held anyway.
+  void add_gathered_buffers(PlanEditor& plan, const ModelState& state, bool dense_sharded, bool experts_sharded) const {
+    if (!dense_sharded && !experts_sharded) return;
     const double layers_in_flight = overlap_ ? 2.0 : 1.0;
     double layer_bytes = 0;
     for (size_t i = 0; i < state.dense.slots.size(); ++i) {
-      const double weights = state.dense.weights[i] + state.experts.weights[i];
-      const double gradients = state.dense.gradients[i] + state.experts.gradients[i];
+      const double weights = (dense_sharded ? state.dense.weights[i] : 0.0) + (experts_sharded ? state.experts.weights[i] : 0.0);
+      const double gradients =
+          (dense_sharded ? state.dense.gradients[i] : 0.0) + (experts_sharded ? state.experts.gradients[i] : 0.0);
       const pp_scope scope = state.dense.slots[i].scope;
       if (scope == PP_SCOPE_LAYER) {
         layer_bytes = std::max(layer_bytes, layers_in_flight * weights + gradients);

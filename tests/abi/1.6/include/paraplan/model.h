@@ -186,7 +186,9 @@ typedef struct pp_training {
   pp_optimizer optimizer;
   uint32_t recompute_modules; /* ABI 1.6: pp_recompute_module bits (selective only; 0 = core_attn) */
   uint32_t cuda_graph_modules; /* ABI 1.6: pp_cuda_graph_module bits; 0 = every op issued eagerly */
-  pp_master_weights master_weights; /* ABI 1.6 */
+  pp_master_weights master_weights; /* ABI 1.6, appended while 1.6 was open: it fills the struct's
+                                     * tail padding, so sizeof is unchanged and struct_size cannot
+                                     * tell an earlier 1.6 host's struct (zero-initialised there) */
 } pp_training;
 
 typedef struct pp_cluster {
