@@ -121,7 +121,7 @@ std::string describe_class(const ComparableClass& of) {
   return text.empty() ? "any" : text;
 }
 
-const IntervalClass* IntervalTable::comparable(const ComparableClass& run) const {
+const IntervalClass* IntervalTable::comparable(const ComparableClass& run) const& {
   for (int kept = 4; kept >= 0; --kept) {
     const ComparableClass wanted = truncated(run, kept);
     for (const IntervalClass& entry : classes)

@@ -82,8 +82,10 @@ struct IntervalTable {
   size_t runs = 0;                     // residuals the table was built from
 
   // The most specific class covering `run` (dropping scale, precision, generation, family in
-  // turn); null when even the class of every run has fewer than min_runs.
-  const IntervalClass* comparable(const ComparableClass& run) const;
+  // turn); null when even the class of every run has fewer than min_runs. It points into the
+  // table, so a temporary table has none to give (deleted overload).
+  const IntervalClass* comparable(const ComparableClass& run) const&;
+  const IntervalClass* comparable(const ComparableClass& run) const&& = delete;
 };
 
 // The table the residuals give: per class, the quantiles of its runs' step ratios, every source

@@ -63,9 +63,11 @@ TEST(PredictionIntervals, ASmallClassBacksOffOneTraitAtATime) {
   ASSERT_NE(dense, nullptr);
   EXPECT_EQ(dense->of, ComparableClass{});
   // One source's runs alone (a team's own table) need only that source.
-  EXPECT_NE(build_interval_table(repeated(kDenseHopper, "a", 1.0, 25), "analytic").comparable(kDenseHopper), nullptr);
+  const IntervalTable one_source = build_interval_table(repeated(kDenseHopper, "a", 1.0, 25), "analytic");
+  EXPECT_NE(one_source.comparable(kDenseHopper), nullptr);
   // Too few runs anywhere: no interval.
-  EXPECT_EQ(build_interval_table(repeated(kDenseHopper, "a", 1.0, 19), "analytic").comparable(kDenseHopper), nullptr);
+  const IntervalTable too_few = build_interval_table(repeated(kDenseHopper, "a", 1.0, 19), "analytic");
+  EXPECT_EQ(too_few.comparable(kDenseHopper), nullptr);
 }
 
 // Between unequal values the quantile interpolates. Source a: 11 runs of 1.0 (weight 1/11 each);
@@ -75,7 +77,8 @@ TEST(PredictionIntervals, ASmallClassBacksOffOneTraitAtATime) {
 TEST(PredictionIntervals, TheQuantileInterpolatesBetweenValues) {
   std::vector<Residual> residuals = joined({repeated(kDenseHopper, "a", 1.0, 11), repeated(kDenseHopper, "b", 2.0, 9)});
   residuals.push_back({kDenseHopper, 3.0, std::nullopt, "b", "b.csv"});
-  const IntervalClass* of = build_interval_table(residuals, "analytic").comparable(kDenseHopper);
+  const IntervalTable table = build_interval_table(residuals, "analytic");
+  const IntervalClass* of = table.comparable(kDenseHopper);
   ASSERT_NE(of, nullptr);
   EXPECT_NEAR(of->high, 2.5, 1e-12);
   EXPECT_DOUBLE_EQ(of->low, 1.0);
