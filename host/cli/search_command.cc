@@ -139,10 +139,8 @@ int run_search_command(const std::vector<std::string>& arguments) {
   }
 
   SearchReportContext context{*recipe, settings, hardware->profile().name, train_tokens};
-  if (interval_table_in_use->executor == executor) {
-    context.interval = interval_table_in_use->comparable(plan_class);
-    context.interval_coverage = interval_table_in_use->coverage;
-  }
+  context.interval = applicable_interval(*interval_table_in_use, executor, plan_class);
+  context.interval_coverage = interval_table_in_use->coverage;
   if (common.json) {
     nlohmann::ordered_json json = search_json(result, context);
     if (!brief) json["winner"] = winner.to_json();

@@ -38,6 +38,11 @@ void add_uncertainty(ResultTree& results, const IntervalTable& table, const std:
   }
 }
 
+const IntervalClass* applicable_interval(const IntervalTable& table, const std::string& executor,
+                                         const ComparableClass& plan_class) {
+  return table.executor == executor ? table.comparable(plan_class) : nullptr;
+}
+
 const IntervalTable& interval_table(const std::string& file, IntervalTable& storage) {
   if (file.empty()) return shipped_interval_table();
   storage = read_interval_table(file);

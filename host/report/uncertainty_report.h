@@ -18,6 +18,11 @@ namespace paraplan::host {
 void add_uncertainty(ResultTree& results, const IntervalTable& table, const std::string& executor,
                      const ComparableClass& plan_class);
 
+// The interval class `table` gives plans of `plan_class` priced by `executor`: null when the
+// table holds another executor's residuals or no class comparable enough.
+const IntervalClass* applicable_interval(const IntervalTable& table, const std::string& executor,
+                                         const ComparableClass& plan_class);
+
 // The table --intervals names, or the shipped one when `file` is empty.
 const IntervalTable& interval_table(const std::string& file, IntervalTable& storage);
 

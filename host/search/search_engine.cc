@@ -489,8 +489,8 @@ class Worker {
   std::vector<pp_plan_figures> figures_;
 };
 
-int64_t checked_gpus_per_node(const Recipe& recipe, const PluginCatalog& catalog) {
-  const int64_t per_node = gpus_per_node(recipe, *open_hardware(recipe, catalog));
+int64_t checked_gpus_per_node(const Recipe& recipe, const HardwareBinding& hardware) {
+  const int64_t per_node = gpus_per_node(recipe, hardware);
   require_whole_nodes(recipe, per_node);
   return per_node;
 }
@@ -520,7 +520,10 @@ SearchResult run_search(const Recipe& recipe, const PluginCatalog& catalog, cons
   const auto start = std::chrono::steady_clock::now();
   SearchResult result;
   result.space = build_search_space(recipe, catalog);
-  const int64_t per_node = checked_gpus_per_node(recipe, catalog);
+  const std::unique_ptr<HardwareBinding> hardware = open_hardware(recipe, catalog);
+  const int64_t per_node = checked_gpus_per_node(recipe, *hardware);
+  result.hardware_profile = hardware->profile();
+  result.gpus_per_node = per_node;
   result.skipped = drop_inapplicable_strategies(result.space, recipe, per_node);
   const std::vector<WorkItem> items = work_items(result.space, recipe.cluster.num_gpus);
   uint64_t total = 0;
@@ -602,7 +605,8 @@ SearchResult run_search(const Recipe& recipe, const PluginCatalog& catalog, cons
 ComposedPlan compose_ranked(const Recipe& recipe, const PluginCatalog& catalog, const SearchResult& result,
                             const RankedPlan& plan, bool wants_schedule) {
   SearchSettings settings;
-  Worker worker(recipe, catalog, result.space, settings, checked_gpus_per_node(recipe, catalog), /*prices_plans=*/false);
+  Worker worker(recipe, catalog, result.space, settings, checked_gpus_per_node(recipe, *open_hardware(recipe, catalog)),
+                /*prices_plans=*/false);
   return worker.compose(plan, wants_schedule);
 }
 

@@ -24,6 +24,7 @@
 #include "host/search/inapplicable_strategies.h"
 #include "host/search/search_space.h"
 #include "paraplan/executor.h"
+#include "paraplan/hardware.h"
 
 namespace paraplan::host {
 
@@ -67,6 +68,8 @@ struct SearchResult {
   std::vector<SkippedStrategy> skipped;       // unlisted strategies that can be in no plan, left out
   double smallest_rejected_memory_bytes = 0;  // among plans rejected for memory
   double usable_memory_bytes = 0;             // capacity x (1 - headroom)
+  pp_hardware_profile hardware_profile{};      // the recipe's hardware as described
+  int64_t gpus_per_node = 0;                   // as the plans were laid out
   double seconds = 0;
   unsigned threads = 1;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "host/core/joined.h"
 #include "host/core/number_format.h"
@@ -43,17 +44,22 @@ std::string reason_detail(const std::string& reason, const Rejection& rejection,
   return rejection.example;
 }
 
-std::string step_range(const RankedPlan& plan, const SearchReportContext& context) {
+// A plan's step-time range: its step times the interval's low and high ratios (call with an interval).
+std::pair<double, double> step_range_s(const RankedPlan& plan, const SearchReportContext& context) {
+  return {plan.figures.step_s * context.interval->low, plan.figures.step_s * context.interval->high};
+}
+
+std::string step_range_text(const RankedPlan& plan, const SearchReportContext& context) {
   if (!context.interval) return "";
-  return format_number("%.3f", plan.figures.step_s * context.interval->low) + "-" +
-         format_number("%.3f", plan.figures.step_s * context.interval->high);
+  const auto [low, high] = step_range_s(plan, context);
+  return format_number("%.3f", low) + "-" + format_number("%.3f", high);
 }
 
 }  // namespace
 
 bool ties_with_winner(const SearchResult& result, const SearchReportContext& context, const RankedPlan& plan) {
   if (!context.interval || result.top.empty() || context.settings.objective == Objective::kMemory) return false;
-  return plan.figures.step_s * context.interval->low <= result.top.front().figures.step_s * context.interval->high;
+  return step_range_s(plan, context).first <= step_range_s(result.top.front(), context).second;
 }
 
 const char* objective_name(Objective objective) {
@@ -94,14 +100,14 @@ void write_search_text(std::ostream& out, const SearchResult& result, const Sear
 
   const bool days = context.settings.objective == Objective::kTimeToTrain;
   size_t range_width = 0;
-  for (const RankedPlan& plan : result.top) range_width = std::max(range_width, step_range(plan, context).size());
+  for (const RankedPlan& plan : result.top) range_width = std::max(range_width, step_range_text(plan, context).size());
   if (range_width) range_width = std::max<size_t>(range_width, 9);
   out << "rank   step time" << (range_width ? "  " + std::string(range_width - 9, ' ') + "range (s)" : "")
       << "  tokens/s/GPU    MFU   memory/GPU" << (days ? "      days" : "") << "  plan\n";
   for (size_t rank = 0; rank < result.top.size(); ++rank) {
     const RankedPlan& plan = result.top[rank];
     char line[200];
-    const std::string range = step_range(plan, context);
+    const std::string range = step_range_text(plan, context);
     std::snprintf(line, sizeof(line), "%4zu%c %8.3f s%s%*s  %12.1f  %5.1f%%  %11s", rank + 1,
                   rank > 0 && ties_with_winner(result, context, plan) ? '=' : ' ', plan.figures.step_s,
                   range_width ? "  " : "", static_cast<int>(range_width), range.c_str(), plan.figures.tokens_per_s_per_gpu,
@@ -173,7 +179,8 @@ nlohmann::ordered_json search_json(const SearchResult& result, const SearchRepor
     entry["mfu"] = plan.figures.mfu;
     entry["memory_per_gpu_bytes"] = plan.figures.memory_per_gpu_bytes;
     if (context.interval) {
-      entry["step_s_range"] = {plan.figures.step_s * context.interval->low, plan.figures.step_s * context.interval->high};
+      const auto [low, high] = step_range_s(plan, context);
+      entry["step_s_range"] = {low, high};
       entry["ties_with_winner"] = rank > 0 && ties_with_winner(result, context, plan);
     }
     if (context.settings.objective == Objective::kTimeToTrain) entry["days_to_train"] = days_to_train(plan.figures, context);

@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "host/core/errors.h"
-#include "host/plan/hardware_binding.h"
 #include "host/search/search_report.h"
 #include "host/validate/run_recipe.h"
 
@@ -88,7 +87,7 @@ Prediction predict_run(const MeasuredRun& run, const PluginCatalog& catalog) {
     prediction.micro_batch = winner.micro_batch;
     prediction.recompute = recompute_name(winner.recompute);
     prediction.memory_per_gpu_bytes = winner.figures.memory_per_gpu_bytes;
-    prediction.comparable = comparable_class(*recipe, *open_hardware(*recipe, catalog));
+    prediction.comparable = comparable_class(*recipe, result.hardware_profile, result.gpus_per_node);
   } catch (const HostError& failure) {
     prediction.predicted.reset();
     prediction.reason = reason_of(failure.what(), run);
