@@ -30,6 +30,7 @@ constexpr Datasheet kA100Sxm80g{
             .gemm_half_efficiency_gflop = std::nullopt,
             .gemm_efficiency_max_fp8 = std::nullopt,  // no FP8 on Ampere
             .attention_efficiency = 0.94,
+            .attention_efficiency_flash2 = std::nullopt,
             .tiers = kA100SxmTiers,
             .host_op_overhead_us = std::nullopt,
         },

@@ -32,6 +32,7 @@ constexpr Datasheet kB300{
             .gemm_half_efficiency_gflop = std::nullopt,
             .gemm_efficiency_max_fp8 = 0.51,
             .attention_efficiency = 0.81,
+            .attention_efficiency_flash2 = 0.45,
             .tiers = kB300Tiers,
             .host_op_overhead_us = std::nullopt,
         },

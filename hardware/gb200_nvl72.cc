@@ -33,6 +33,7 @@ constexpr Datasheet kGb200Nvl72{
             .gemm_half_efficiency_gflop = std::nullopt,
             .gemm_efficiency_max_fp8 = 0.48,
             .attention_efficiency = 0.81,
+            .attention_efficiency_flash2 = 0.45,
             .tiers = kGb200Nvl72Tiers,
             .host_op_overhead_us = std::nullopt,
         },

@@ -29,6 +29,7 @@ constexpr Datasheet kH100Sxm{
             .gemm_half_efficiency_gflop = std::nullopt,
             .gemm_efficiency_max_fp8 = 0.53,
             .attention_efficiency = 0.81,
+            .attention_efficiency_flash2 = 0.45,
             .tiers = kH100SxmTiers,
             .host_op_overhead_us = std::nullopt,
         },

@@ -30,6 +30,7 @@ constexpr Datasheet kMi300x{
             .gemm_half_efficiency_gflop = std::nullopt,
             .gemm_efficiency_max_fp8 = 0.37,
             .attention_efficiency = 0.51,
+            .attention_efficiency_flash2 = std::nullopt,
             .tiers = kMi300xTiers,
             .host_op_overhead_us = std::nullopt,
         },

@@ -287,8 +287,9 @@ pp_hardware_profile parse_toml_profile(std::string_view document, const std::str
 
   spec.attention_efficiency = kDefaultAttentionEfficiency;
   if (const toml::table* table = top.optional_table("attention")) {
-    TableReader attention(file, *table, "attention.", {"efficiency"});
+    TableReader attention(file, *table, "attention.", {"efficiency", "efficiency_flash2"});
     spec.attention_efficiency = attention.number_or("efficiency", kDefaultAttentionEfficiency);
+    spec.attention_efficiency_flash2 = attention.optional_number("efficiency_flash2");
   }
 
   if (const toml::table* table = top.optional_table("host")) {

@@ -2,7 +2,7 @@
 //
 // A recipe is a TOML file:
 //   [model]     preset = "llama3-70b" and/or explicit shape keys (explicit keys win)
-//   [training]  global_batch, micro_batch, precision, recompute, optimizer, flash_attention
+//   [training]  global_batch, micro_batch, precision, recompute, optimizer, flash_attention, attention_kernel
 //   [cluster]   hardware, num_gpus, gpus_per_node, mesh_order
 //   [executor]  optional: parameters for the executor the command runs
 //   [[strategy]] name = "tp", degree = 8, then the plugin's own keys

@@ -35,7 +35,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& core_sectio
                  "tied_embeddings", "dropout", "rotary_base", "norm_epsilon", "position_embedding", "linear_bias",
                  "activation_clamp"}},
       {"training", {"global_batch", "micro_batch", "precision", "recompute", "recompute_modules", "cuda_graph_modules", "optimizer", "master_weights",
-                    "flash_attention", "main_grads"}},
+                    "flash_attention", "attention_kernel", "main_grads"}},
       {"cluster", {"hardware", "num_gpus", "gpus_per_node", "mesh_order"}},
   };
   return sections;
@@ -448,6 +448,12 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
   training.recompute_modules = read_recompute_modules(reader, *table, training, recipe.search);
   training.cuda_graph_modules = read_cuda_graph_modules(reader, *table, recipe.model.shape);
   recipe.flash_attention = reader.boolean("flash_attention").value_or(true);
+  if (std::optional<std::string> kernel = reader.choice("attention_kernel", {"tuned", "flash2"})) {
+    if (!recipe.flash_attention)
+      reader.fail(table->get("attention_kernel"), "attention_kernel",
+                  "names a fused kernel, but flash_attention = false runs attention unfused");
+    training.attention_kernel = *kernel == "flash2" ? PP_ATTENTION_KERNEL_FLASH2 : PP_ATTENTION_KERNEL_TUNED;
+  }
   recipe.fp32_main_grads = reader.choice("main_grads", {"fp32", "bf16"}).value_or("fp32") == "fp32";
   training.master_weights = reader.choice("master_weights", {"separate", "in_place"}).value_or("separate") == "in_place"
                                 ? PP_MASTER_WEIGHTS_IN_PLACE

@@ -255,6 +255,16 @@ TEST(ExportMegatron, RecomputedModulesAsMegatronNamesThem) {
   EXPECT_FALSE(has(core.script, "--recompute-modules"));
 }
 
+// The attention kernel as Megatron-LM's --attention-backend (AttnBackend): the tuned kernel is
+// `auto` (Transformer Engine prefers cuDNN's fused attention on Hopper and later, FlashAttention on
+// Ampere), FlashAttention-2 is `flash`, unfused attention `unfused`.
+TEST(ExportMegatron, AttentionKernelAsTheAttentionBackend) {
+  const std::string recipe = "recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml";
+  EXPECT_EQ(value(export_file(recipe).script, "--attention-backend"), "auto");
+  EXPECT_EQ(value(export_file(recipe, {"training.attention_kernel=\"flash2\""}).script, "--attention-backend"), "flash");
+  EXPECT_EQ(value(export_file(recipe, {"training.flash_attention=false"}).script, "--attention-backend"), "unfused");
+}
+
 // Group-limited routing as TransformerConfig's moe_router_num_groups and moe_router_group_topk
 // (Megatron-Core's group_limited_topk); a model without groups writes neither.
 TEST(ExportMegatron, RouterGroupsAsMegatronLimitsThem) {

@@ -125,6 +125,14 @@ TEST(ExportTorchtitan, MoeWithExpertParallelismMatchesTheGoldenFilesAndTheRecipe
 
 // Group-limited routing is in none of torchtitan's job-config keys the export writes (a model's
 // flavour carries it in code): refused, not dropped; DeepSpeed the same.
+// torchtitan's SDPA tries cuDNN's fused attention first and has no key to prefer
+// FlashAttention-2: a plan priced with FlashAttention-2 is reported, the tuned kernel is not.
+TEST(ExportTorchtitan, FlashAttention2IsReported) {
+  const std::string reported = "training.attention_kernel = \"flash2\"";
+  EXPECT_TRUE(mentions(test::export_recipe(kDense, "torchtitan", {"training.attention_kernel=\"flash2\""}).unexpressed, reported));
+  EXPECT_FALSE(mentions(export_recipe(kDense).unexpressed, reported));
+}
+
 TEST(ExportTorchtitan, RouterGroupsAreRefused) {
   for (const char* exporter : {"torchtitan", "deepspeed"}) {
     try {

@@ -34,6 +34,7 @@ efficiency_max = 0.64
 efficiency_max_fp8 = 0.53
 [attention]
 efficiency = 0.81
+efficiency_flash2 = 0.45
 [[tiers]]
 name = "nvlink"
 domain_size = 8
@@ -96,6 +97,26 @@ TEST(TomlHardware, TheHostsIssueTimeIsTheProfilesOwn) {
   std::filesystem::path file = write_profile("host-negative", negative);
   expect_error<InputError>([&] { test::evaluate_recipe(recipe_on(file.string())); },
                            {file.string(), "host.op_overhead_us", "[0, 1e6] us"});
+}
+
+// attention.efficiency_flash2: FlashAttention-2's rate, as the compiled profile's field; absent,
+// the tuned kernel's (0 in the profile); out of (0, 1], an error naming the key.
+TEST(TomlHardware, FlashAttention2HasItsOwnRate) {
+  std::string recipe = recipe_on(write_profile("flash2", kH100SxmProfile).string());
+  const std::string flash2 = "attention_kernel = \"flash2\"\n";
+  recipe.insert(recipe.find("[training]\n") + 11, flash2);
+  std::string compiled = recipe_on("h100-sxm");
+  compiled.insert(compiled.find("[training]\n") + 11, flash2);
+  EXPECT_DOUBLE_EQ(test::evaluate_recipe(recipe).number("time.step_s"), test::evaluate_recipe(compiled).number("time.step_s"));
+  EXPECT_GT(test::evaluate_recipe(recipe).number("time.step_s"), test::evaluate_recipe(recipe_on("h100-sxm")).number("time.step_s"));
+  std::string absent = kH100SxmProfile;
+  absent.erase(absent.find("efficiency_flash2 = 0.45\n"), 25);
+  EXPECT_EQ(test::evaluate_recipe(recipe_on(write_profile("no-flash2", absent).string())).hardware->profile().attention_efficiency_flash2, 0.0);
+  std::string too_high = kH100SxmProfile;
+  too_high.replace(too_high.find("efficiency_flash2 = 0.45"), 24, "efficiency_flash2 = 1.5");
+  std::filesystem::path file = write_profile("flash2-too-high", too_high);
+  expect_error<InputError>([&] { test::evaluate_recipe(recipe_on(file.string())); },
+                           {file.string(), "attention.efficiency_flash2"});
 }
 
 TEST(TomlHardware, TheShippedExampleLoads) {

@@ -49,10 +49,11 @@ TEST(ValidationAccuracy, NemoFp8RunsNoWorseThanToday) {
   expect_accuracy("nemo-h100-fp8.csv", 9, 12.0, 0.9);
 }
 
-// MosaicML's MPT runs with PyTorch FSDP: another software stack (Triton attention, eager
-// layers), predicted too fast (docs/validation.md): no target, only today's level kept.
+// MosaicML's MPT runs with PyTorch FSDP: another software stack (its Triton attention priced as
+// FlashAttention-2's class, 34.0 -> 21.2 %; eager layers not), predicted too fast
+// (docs/validation.md): the issue's 15 % not met, today's level kept.
 TEST(ValidationAccuracy, MptFsdpRunsNoWorseThanToday) {
-  expect_accuracy("mpt-h100-fsdp.csv", 22, 36.0, 0.9);
+  expect_accuracy("mpt-h100-fsdp.csv", 22, 23.0, 0.97);
 }
 
 // vTrain's 1440 single-node runs of small models are launch-bound: the host's issue time
@@ -81,16 +82,17 @@ TEST(ValidationAccuracy, ModernRunsEvaluateOrSayWhyNoWorseThanToday) {
   EXPECT_GE(evaluated, 202u);
   const ValidationSummary summary = summarize(predictions);
   ASSERT_TRUE(summary.mape_pct.has_value());
-  EXPECT_LE(*summary.mape_pct, 20.5);  // 18.8 % (2026-12-04: one more row evaluable, +88 %: below)
+  EXPECT_LE(*summary.mape_pct, 18.5);  // 16.8 % (2026-12-05: torchtitan's FlashAttention-2, narrow heads)
   ASSERT_TRUE(summary.spearman.has_value());
-  EXPECT_GE(*summary.spearman, 0.97);  // 0.977
+  EXPECT_GE(*summary.spearman, 0.97);  // 0.981
 }
 
 // A guard per slice of modern.csv, by model and by hardware: each slice's MAPE at most today's
 // plus 2 points (2026-12-04, with the MoE block's passes, the exchange once per node, the runs' bf16
 // gradients, the output layer in bf16, the models' own passes, the distributed optimizer over dp x cp, and
 // torchtitan's fp32 weights held in place, which let one more torchtitan Llama 3 8B row fit, 32K context
-// on CP 4, at +88 %: its slices' figures rose with it; docs/validation.md), so a change that
+// on CP 4, at +88 %: its slices' figures rose with it; docs/validation.md; 2026-12-05, the attention
+// kernel torchtitan ran and narrower heads' rate: Llama 3 8B 25.9 -> 14.2, GPT-OSS 31.2 -> 29.1), so a change that
 // helps one family cannot hide a loss on another. The MoE families are split in two halves by
 // model (docs/validation.md): what is tuned is tuned on the first (paraplan::moe::
 // kUnfusedMoePasses), and the second says how it does on models it never saw.
@@ -100,12 +102,12 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
   const ValidationSummary summary = summarize(predictions);
   const std::map<std::string, double> today = {
       // by model
-      {"llama2-7b", 26.2}, {"llama2-13b", 18.1}, {"llama2-70b", 8.1}, {"llama3-8b", 25.9}, {"llama3-70b", 15.8},
-      {"llama3.1-405b", 10.8}, {"mixtral-8x7b", 16.9}, {"deepseek-v3", 10.8}, {"gpt-oss-120b", 31.2},
+      {"llama2-7b", 26.2}, {"llama2-13b", 18.1}, {"llama2-70b", 8.1}, {"llama3-8b", 14.2}, {"llama3-70b", 15.8},
+      {"llama3.1-405b", 10.8}, {"mixtral-8x7b", 16.9}, {"deepseek-v3", 10.8}, {"gpt-oss-120b", 29.1},
       {"nemotron-3-nano", 14.7}, {"qwen3-235b-a22b", 18.4}, {"qwen3-30b-a3b", 24.4},
       // by hardware
-      {"h100-sxm", 20.7}, {"b200", 17.0}, {"gb200-nvl72", 12.9}, {"h100-sxm-hbm2e-96gb-500w", 48.0},
-      {"h200-sxm", 24.9}, {"a100-sxm-80g", 19.6}, {"b300", 23.6}, {"gb300-nvl72", 14.8}};
+      {"h100-sxm", 20.5}, {"b200", 16.6}, {"gb200-nvl72", 12.9}, {"h100-sxm-hbm2e-96gb-500w", 22.8},
+      {"h200-sxm", 1.4}, {"a100-sxm-80g", 19.6}, {"b300", 22.9}, {"gb300-nvl72", 14.8}};
   size_t guarded = 0;
   for (const std::vector<SliceAccuracy>* slices : {&summary.models, &summary.hardware})
     for (const SliceAccuracy& slice : *slices) {
@@ -128,7 +130,7 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
     return rows ? sum / static_cast<double>(rows) : NAN;
   };
   EXPECT_LE(half_mape({"deepseek-v3", "qwen3-30b-a3b", "mixtral-8x7b"}), 19.3 + 2.0);       // the tuning half
-  EXPECT_LE(half_mape({"qwen3-235b-a22b", "gpt-oss-120b", "nemotron-3-nano"}), 21.4 + 2.0);  // held out
+  EXPECT_LE(half_mape({"qwen3-235b-a22b", "gpt-oss-120b", "nemotron-3-nano"}), 20.7 + 2.0);  // held out
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 //                model's position_embedding), --disable-bias-linear; the output layer is
 //                untied (paraplan counts it apart from the embedding):
 //                --untie-embeddings-and-output-weights; fused attention
-//                (recipe flash_attention) --attention-backend flash, else unfused
+//                (recipe flash_attention) --attention-backend auto (attention_kernel tuned)
+//                or flash (flash2), else unfused
 //   batch        --micro-batch-size, --global-batch-size (Megatron-LM derives the micro-batches
 //                per step from them and its data-parallel size, as paraplan does)
 //   precision    --bf16 | --fp16 | --bf16 --fp8-format hybrid
@@ -54,6 +55,15 @@ bool fused_attention(const paraplan::PlanView& plan) {
   });
 }
 
+// Megatron-LM's --attention-backend (transformer/enums.py AttnBackend) for the plan's attention:
+// the tuned kernel is `auto`, with which Transformer Engine takes cuDNN's fused attention on
+// Hopper and later and FlashAttention on Ampere (dot_product_attention/utils.py); FlashAttention-2
+// is `flash`; two batched GEMMs are `unfused`.
+const char* attention_backend(const paraplan::PlanView& plan) {
+  if (!fused_attention(plan)) return "unfused";
+  return paraplan::attention_kernel(plan.training()) == PP_ATTENTION_KERNEL_FLASH2 ? "flash" : "auto";
+}
+
 // The names of the module bits `set` holds, in the table's order, one word each: how Megatron-LM
 // reads a list flag (nargs '+' or '*').
 template <typename NameTable>
@@ -93,7 +103,7 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
   if (!positions.empty()) shape.add("--position-embedding-type", positions);
   if (model.ffn_type == PP_FFN_SWIGLU) shape.add("--disable-bias-linear");
   shape.add("--untie-embeddings-and-output-weights");
-  shape.add("--attention-backend", fused_attention(plan) ? "flash" : "unfused");
+  shape.add("--attention-backend", attention_backend(plan));
 
   out.batch.add("--micro-batch-size", training.micro_batch);
   out.batch.add("--global-batch-size", training.global_batch);

@@ -211,6 +211,10 @@ class Torchtitan : public paraplan::Exporter {
       unexpressed.push_back("training.master_weights = \"separate\": FSDP2 keeps the fp32 weights themselves as the "
                             "master (\"in_place\"): the job holds 2 bytes per parameter less model state than was "
                             "evaluated (no 2-byte copy of the weights between steps)");
+    if (paraplan::attention_kernel(training) == PP_ATTENTION_KERNEL_FLASH2)
+      unexpressed.push_back("training.attention_kernel = \"flash2\": torchtitan's SDPA tries cuDNN's fused attention "
+                            "first (models/common/attention.py) and has no key to put FlashAttention-2 ahead of it: "
+                            "the job's attention runs faster than was evaluated");
     train.set("mixed_precision_param", std::string("bfloat16"));
     train.set("mixed_precision_reduce", std::string("float32"));
 

@@ -306,6 +306,33 @@ inline double collective_time(const pp_hardware_binding_v1& hardware, pp_collect
   return default_collective_time(*hardware.profile, kind, bytes, group, stride);
 }
 
+// The fraction of the peak a fused attention kernel reaches on the FLOPs the model counts (the
+// full square), for heads `head_dim` wide. The profile's figures are a 128-wide head's; a
+// narrower head does less work per tile it loads. The FlashAttention-3 paper (Shah et al. 2024,
+// Fig. 5, H100, bf16) measures a 64-wide head at about 0.6 (cuDNN) to 0.75 (FlashAttention-3)
+// of the 128-wide rate, 0.68 between them; the FlashAttention-2 paper (Dao 2023, Fig. 4, A100,
+// forward and backward) its kernel's at about 0.87. A power law through that point and 1 at 128
+// prices every width, wider heads at the 128-wide rate.
+inline double head_dim_efficiency(pp_attention_kernel kernel, double head_dim) {
+  constexpr double kReferenceWidth = 128.0, kHalfWidth = 64.0;
+  const double at_half_width = kernel == PP_ATTENTION_KERNEL_FLASH2 ? 0.87 : 0.68;
+  if (!(head_dim > 0) || head_dim >= kReferenceWidth) return 1.0;
+  const double exponent = std::log(at_half_width) / std::log(kHalfWidth / kReferenceWidth);
+  return std::pow(head_dim / kReferenceWidth, exponent);
+}
+
+// The profile's rate for `kernel` (the tuned one where it states no FlashAttention-2 figure,
+// or is older than that field), scaled for the head width.
+inline double attention_efficiency(const pp_hardware_profile& profile, pp_attention_kernel kernel, double head_dim) {
+  const double tuned = profile.attention_efficiency > 0 ? profile.attention_efficiency : 0.5;
+  double efficiency = tuned;
+  if (kernel == PP_ATTENTION_KERNEL_FLASH2 &&
+      profile.struct_size >= offsetof(pp_hardware_profile, attention_efficiency_flash2) + sizeof(double) &&
+      profile.attention_efficiency_flash2 > 0)
+    efficiency = profile.attention_efficiency_flash2;
+  return efficiency * head_dim_efficiency(kernel, head_dim);
+}
+
 // (1.6) An ALL_TO_ALL whose `k` > 0 is a routed exchange: each of the member's m tokens, n bytes
 // each, goes once to every member holding one of its k experts (bytes = m n D, D those members on
 // average) and once across the outer tier to every domain holding one.
@@ -335,10 +362,8 @@ inline double op_time(const PlanView& plan, const pp_hardware_binding_v1& hardwa
       const double scale = forward_flops > 0 ? op.flops / forward_flops : 0.0;
       return scale * count * gemm_time(hardware, op.m, op.n, op.k, op.dtype);
     }
-    case PP_OP_ATTENTION: {
-      const double efficiency = profile.attention_efficiency > 0 ? profile.attention_efficiency : 0.5;
-      return op.flops / (peak_flops(profile, op.dtype) * efficiency);
-    }
+    case PP_OP_ATTENTION:
+      return op.flops / (peak_flops(profile, op.dtype) * attention_efficiency(profile, attention_kernel(plan.training()), op.k));
     case PP_OP_MEMORY: return memory_time(profile, op.bytes);
     case PP_OP_COLLECTIVE: {
       const size_t index = static_cast<size_t>(op.axis);

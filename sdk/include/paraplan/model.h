@@ -177,6 +177,15 @@ typedef enum pp_optimizer { PP_OPTIMIZER_ADAM = 1, PP_OPTIMIZER_SGD = 2 } pp_opt
  * while gathered or cast for compute (PyTorch FSDP's MixedPrecision, FSDP2, torchtitan). */
 typedef enum pp_master_weights { PP_MASTER_WEIGHTS_SEPARATE = 0, PP_MASTER_WEIGHTS_IN_PLACE = 1 } pp_master_weights;
 
+/* ABI 1.6: which fused attention kernel runs the attention core (with unfused attention, none
+ * does: the host emits two batched GEMMs instead). TUNED (0, and every older host): the kernel
+ * tuned for the GPU's generation, Transformer Engine's cuDNN fused attention or FlashAttention-3
+ * on Hopper and later, FlashAttention-2 on Ampere (pp_hardware_profile.attention_efficiency).
+ * FLASH2: FlashAttention-2 and kernels of its generation (PyTorch SDPA's flash backend, the
+ * Triton flash attention of 2023), which do not use Hopper's or Blackwell's asynchronous tensor
+ * cores (pp_hardware_profile.attention_efficiency_flash2). */
+typedef enum pp_attention_kernel { PP_ATTENTION_KERNEL_TUNED = 0, PP_ATTENTION_KERNEL_FLASH2 = 1 } pp_attention_kernel;
+
 typedef struct pp_training {
   uint32_t struct_size;
   int64_t global_batch; /* sequences per optimizer step */
@@ -189,6 +198,7 @@ typedef struct pp_training {
   pp_master_weights master_weights; /* ABI 1.6, appended while 1.6 was open: it fills the struct's
                                      * tail padding, so sizeof is unchanged and struct_size cannot
                                      * tell an earlier 1.6 host's struct (zero-initialised there) */
+  pp_attention_kernel attention_kernel; /* ABI 1.6: read only when struct_size covers it */
 } pp_training;
 
 typedef struct pp_cluster {

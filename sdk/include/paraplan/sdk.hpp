@@ -321,6 +321,14 @@ inline bool master_weights_in_place(const pp_training& training) {
 }
 inline double stored_weight_bytes(const pp_training& training) { return master_weights_in_place(training) ? 4.0 : 2.0; }
 
+// The attention kernel the recipe runs (pp_attention_kernel); an older host's training has no
+// field: the GPU's tuned kernel.
+inline pp_attention_kernel attention_kernel(const pp_training& training) {
+  return training.struct_size >= offsetof(pp_training, attention_kernel) + sizeof(pp_attention_kernel)
+             ? training.attention_kernel
+             : PP_ATTENTION_KERNEL_TUNED;
+}
+
 // Megatron-LM's --recompute-modules names of the pp_recompute_module bits, in bit order: the
 // recipe's `recompute_modules` and what the Megatron exporter writes.
 struct RecomputeModuleName {

@@ -30,7 +30,7 @@ MODEL_ARGS=(
   --position-embedding-type rope
   --disable-bias-linear
   --untie-embeddings-and-output-weights
-  --attention-backend flash
+  --attention-backend auto
 )
 
 # batch

@@ -56,6 +56,10 @@ typedef struct pp_hardware_profile {
    * autograd, its kernels' launches); the GPU waits when the host falls behind (host_issue.hpp).
    * 0 (and every profile of a plugin older than 1.6) = issuing is free. */
   double host_op_overhead_s;
+  /* ABI 1.6: attention_efficiency for FlashAttention-2-class kernels (pp_attention_kernel FLASH2),
+   * on the same FLOPs; 0 (and every profile of a plugin older than this field) = the GPU runs
+   * them as fast as its tuned kernel (true on Ampere, where FlashAttention-2 is that kernel). */
+  double attention_efficiency_flash2;
 } pp_hardware_profile;
 
 typedef struct pp_hardware_v1 {
