@@ -34,6 +34,7 @@ constexpr Datasheet kB200{
             .attention_efficiency_flash2 = 0.45,
             .tiers = kB200Tiers,
             .host_op_overhead_us = std::nullopt,
+            .overlap_compute_slowdown = std::nullopt,
         },
     .description = "NVIDIA B200 180GB, 8-GPU HGX/DGX B200 node; NVIDIA HGX B200 and DGX B200 datasheets",
 };

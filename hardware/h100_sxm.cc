@@ -32,6 +32,7 @@ constexpr Datasheet kH100Sxm{
             .attention_efficiency_flash2 = 0.45,
             .tiers = kH100SxmTiers,
             .host_op_overhead_us = std::nullopt,
+            .overlap_compute_slowdown = std::nullopt,
         },
     .description = "NVIDIA H100 SXM5 80GB, 8-GPU HGX/DGX H100 node; NVIDIA H100 datasheet and DGX H100 user guide",
 };

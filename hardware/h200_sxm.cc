@@ -33,6 +33,7 @@ constexpr Datasheet kH200Sxm{
             .attention_efficiency_flash2 = 0.45,
             .tiers = kH200SxmTiers,
             .host_op_overhead_us = std::nullopt,
+            .overlap_compute_slowdown = std::nullopt,
         },
     .description = "NVIDIA H200 SXM 141GB, 8-GPU HGX/DGX H200 node; NVIDIA H200 datasheet and DGX H200 user guide",
 };

@@ -34,6 +34,7 @@ constexpr Datasheet kH800Sxm{
             .attention_efficiency_flash2 = 0.45,
             .tiers = kH800SxmTiers,
             .host_op_overhead_us = std::nullopt,
+            .overlap_compute_slowdown = std::nullopt,
         },
     .description = "NVIDIA H800 SXM5 80GB (NVLink 400 GB/s), 8-GPU HGX node; NVIDIA H800 datasheet, DeepSeek-V3 report",
 };

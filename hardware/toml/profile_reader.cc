@@ -31,7 +31,8 @@ namespace {
 
 // Defaults of the optional keys; docs/hardware.md gives the reasons. An absent
 // gemm.half_efficiency_gflop is derived from kGemmFixedOverheadUs by the profile builder, an
-// absent host.op_overhead_us is kHostOpOverheadUs.
+// absent host.op_overhead_us is kHostOpOverheadUs, an absent overlap.compute_slowdown
+// kOverlapComputeSlowdown.
 constexpr double kDefaultMemoryEfficiency = 0.85;
 constexpr double kDefaultGemmEfficiencyMax = 0.64;  // the H100 profile's in-training plateau
 constexpr double kDefaultAttentionEfficiency = 0.81;  // on the full-square FLOP count
@@ -260,7 +261,7 @@ pp_hardware_profile parse_toml_profile(std::string_view document, const std::str
   }
 
   TableReader top(file, root, "",
-                  {"name", "gpus_per_node", "compute", "memory", "host_link", "gemm", "attention", "host", "tiers"});
+                  {"name", "gpus_per_node", "compute", "memory", "host_link", "gemm", "attention", "host", "overlap", "tiers"});
   ProfileSpec spec;
   const std::string name = top.text("name");
   spec.name = name;
@@ -295,6 +296,11 @@ pp_hardware_profile parse_toml_profile(std::string_view document, const std::str
   if (const toml::table* table = top.optional_table("host")) {
     TableReader host(file, *table, "host.", {"op_overhead_us"});
     spec.host_op_overhead_us = host.optional_number("op_overhead_us");
+  }
+
+  if (const toml::table* table = top.optional_table("overlap")) {
+    TableReader overlap(file, *table, "overlap.", {"compute_slowdown"});
+    spec.overlap_compute_slowdown = overlap.optional_number("compute_slowdown");
   }
 
   const toml::array& tier_tables = top.array_of_tables("tiers");

@@ -146,6 +146,25 @@ TEST(GemmTime, TinyGemmIsBoundByMemory) {
   EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_BF16), memory);
 }
 
+// Compute C beside overlapped communication O, compute 1 + s times slower while both run:
+// max(O, C + min(O s / (1 + s), C s)). By hand with s = 0.25: C = 10, O = 5: the compute loses
+// 5 x 0.2 = 1 s, 11 s. O = 12: 10 + 2.4 = 12.4 s (the compute, slowed the whole time, would need
+// 12.5 s; it finished its last 0.1 s alone at full speed). O = 20: the compute takes 12.5 s, the
+// communication 20 s. s = 0: max(O, C).
+TEST(OverlappedElapsed, ComputeSlowsWhileCommunicationRunsBesideIt) {
+  EXPECT_DOUBLE_EQ(overlapped_elapsed_s(10, 5, 0.25), 11.0);
+  EXPECT_DOUBLE_EQ(overlapped_elapsed_s(10, 12, 0.25), 12.4);
+  EXPECT_DOUBLE_EQ(overlapped_elapsed_s(10, 20, 0.25), 20.0);
+  EXPECT_DOUBLE_EQ(overlapped_elapsed_s(10, 12.5, 0.25), 12.5);
+  EXPECT_DOUBLE_EQ(overlapped_elapsed_s(10, 5, 0.0), 10.0);
+  EXPECT_DOUBLE_EQ(overlapped_elapsed_s(10, 15, 0.0), 15.0);
+  pp_hardware_profile older = two_tier_profile();
+  older.overlap_compute_slowdown = 0.25;
+  EXPECT_DOUBLE_EQ(overlap_compute_slowdown(older), 0.25);
+  older.struct_size = offsetof(pp_hardware_profile, overlap_compute_slowdown);  // a plugin older than the field
+  EXPECT_DOUBLE_EQ(overlap_compute_slowdown(older), 0.0);
+}
+
 TEST(FitToCluster, SmallerNodesShrinkTheNvlinkDomain) {
   pp_hardware_profile profile = two_tier_profile();
   profile.gpus_per_node = 8;

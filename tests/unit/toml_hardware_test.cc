@@ -119,6 +119,27 @@ TEST(TomlHardware, FlashAttention2HasItsOwnRate) {
                            {file.string(), "attention.efficiency_flash2"});
 }
 
+// overlap.compute_slowdown: absent, Lee et al. 2025's 0.189, as the bundled profiles; 0, overlap
+// is free (no contention, a shorter step for a plan that overlaps); out of [0, 1], an error.
+TEST(TomlHardware, OverlapSlowdownIsTheProfilesOwn) {
+  // ZeRO-3 on 64 GPUs: its gathers and reductions overlap the layers' compute.
+  const auto zero3_on = [](const std::filesystem::path& file) {
+    return "[model]\npreset = \"llama2-7b\"\n[training]\nglobal_batch = 128\nmicro_batch = 2\n"
+           "[cluster]\nhardware = \"" + file.string() + "\"\nnum_gpus = 64\n[[strategy]]\nname = \"fsdp\"\nstage = 3\n";
+  };
+  const test::Evaluated standard = test::evaluate_recipe(zero3_on(write_profile("overlap-default", kH100SxmProfile)));
+  EXPECT_DOUBLE_EQ(standard.hardware->profile().overlap_compute_slowdown, 0.189);
+  const std::string free_overlap = std::string(kH100SxmProfile) + "[overlap]\ncompute_slowdown = 0\n";
+  const test::Evaluated free = test::evaluate_recipe(zero3_on(write_profile("overlap-free", free_overlap)));
+  EXPECT_EQ(free.number("time.overlap_contention_s"), 0.0);
+  EXPECT_GT(standard.number("time.overlap_contention_s"), 0.0);
+  EXPECT_LT(free.number("time.step_s"), standard.number("time.step_s"));
+  const std::string too_much = std::string(kH100SxmProfile) + "[overlap]\ncompute_slowdown = 2\n";
+  std::filesystem::path file = write_profile("overlap-too-much", too_much);
+  expect_error<InputError>([&] { test::evaluate_recipe(recipe_on(file.string())); },
+                           {file.string(), "overlap.compute_slowdown", "[0, 1]"});
+}
+
 TEST(TomlHardware, TheShippedExampleLoads) {
   auto evaluated = test::evaluate_recipe(recipe_on(PARAPLAN_SOURCE_DIR "/hardware/toml/examples/h100-pcie.toml"));
   EXPECT_EQ(std::get<std::string>(*evaluated.results.find("plan.hardware")), "h100-pcie");

@@ -70,7 +70,9 @@ StageShape shape_of(const paraplan::PlanView& plan, size_t stage) {
   return shape;
 }
 
-double elapsed(const Sums& phase) { return phase_elapsed_s(phase.compute, phase.critical, phase.overlappable); }
+double elapsed(const Sums& phase, double slowdown) {
+  return phase_elapsed_s(phase.compute, phase.critical, phase.overlappable, slowdown);
+}
 
 Sums combine(const SlotSums& sums, const StageShape& shape, Bucket bucket) {
   Sums total;
@@ -181,6 +183,7 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
   const double tokens = static_cast<double>(plan.training().global_batch) * static_cast<double>(plan.model().seq_len);
   const double model_flops = paraplan::cost::model_flops_per_step(plan.model(), plan.training());
   const double peak = paraplan::cost::peak_flops(profile, PP_DTYPE_BF16);
+  const double slowdown = paraplan::cost::overlap_compute_slowdown(profile);
   const size_t axis_count = plan.axes().size();
   for (uint32_t layout = 0; layout < layouts; ++layout) {
     SlotSums sums = fixed;
@@ -198,11 +201,12 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
     double pace = 0, tail = 0;
     for (const StageShape& shape : shapes) {
       Sums backward = combine(sums, shape, kBackward);
-      pace = std::max(pace, elapsed(combine(sums, shape, kForward)) + elapsed(backward));
+      pace = std::max(pace, elapsed(combine(sums, shape, kForward), slowdown) + elapsed(backward, slowdown));
       // Per-step gradient communication hides behind the last micro-batch's backward compute.
       Sums step_backward = combine(sums, shape, kStepBackward);
       step_backward.compute = backward.compute;
-      tail = std::max(tail, elapsed(step_backward) - step_backward.compute + elapsed(combine(sums, shape, kStepTail)));
+      tail = std::max(tail, elapsed(step_backward, slowdown) - step_backward.compute +
+                                elapsed(combine(sums, shape, kStepTail), slowdown));
     }
     const double step = step_s(micro_batches, pace, pipeline.bubble_fraction, tail);
     pp_plan_figures& out = figures[layout];

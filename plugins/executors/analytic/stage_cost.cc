@@ -42,7 +42,17 @@ void add_to_phase(PhaseCost& phase, const pp_op& op, double seconds) {
 double PhaseCost::critical_total() const { return sum(critical_comm_s); }
 double PhaseCost::overlappable_total() const { return sum(overlappable_comm_s); }
 
-double PhaseCost::elapsed_s() const { return phase_elapsed_s(compute_s + host_wait_s, critical_total(), overlappable_total()); }
+double PhaseCost::elapsed_s() const {
+  return phase_elapsed_s(compute_s + host_wait_s, critical_total(), overlappable_total(), overlap_slowdown);
+}
+
+// elapsed = critical + max(O, S + lost) = critical + S + max(0, O - S) + max(0, lost - max(0, O - S)):
+// the exposed part, then what the compute lost beyond it.
+double PhaseCost::contention_s() const {
+  const double stream = compute_s + host_wait_s, overlappable = overlappable_total();
+  const double lost = paraplan::cost::overlap_contention_s(stream, overlappable, overlap_slowdown);
+  return std::max(0.0, lost - std::max(0.0, overlappable - stream));
+}
 
 OwnerSeconds PhaseCost::exposed_by_owner() const {
   OwnerSeconds exposed = critical_comm_s;
@@ -110,6 +120,9 @@ StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v
   }
   // Per-step gradient communication hides behind the last micro-batch's backward compute.
   cost.step_backward.compute_s = cost.backward.compute_s + cost.backward.host_wait_s;
+  const double slowdown = paraplan::cost::overlap_compute_slowdown(*hardware.profile);
+  for (PhaseCost* phase : {&cost.forward, &cost.backward, &cost.step_backward, &cost.step_tail})
+    phase->overlap_slowdown = slowdown;
   return cost;
 }
 

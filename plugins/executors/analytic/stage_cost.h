@@ -2,14 +2,16 @@
 //
 // Ops of scope LAYER count once per layer the stage holds, EMBEDDING only on the first stage,
 // HEAD only on the last, STEP everywhere. Within a phase, communication marked
-// PP_OVERLAP_COMPUTE hides behind that phase's compute; whatever exceeds it is exposed.
-// Critical communication is always exposed.
+// PP_OVERLAP_COMPUTE hides behind that phase's compute, slowing it by the profile's
+// overlap_compute_slowdown while both run; whatever exceeds it is exposed. Critical
+// communication is always exposed.
 #pragma once
 
 #include <algorithm>
 #include <map>
 #include <string>
 
+#include "paraplan/cost_model.hpp"
 #include "paraplan/hardware.h"
 #include "paraplan/sdk.hpp"
 
@@ -18,9 +20,11 @@ namespace analytic {
 // The terms both run() and the search's figures (plan_figures.h) are built from, written once.
 //
 // A phase of one micro-batch: the compute stream's time (compute and the waits for the host),
-// the critical communication, and the overlappable communication the compute stream cannot hide.
-inline double phase_elapsed_s(double compute_stream_s, double critical_s, double overlappable_s) {
-  return compute_stream_s + critical_s + std::max(0.0, overlappable_s - compute_stream_s);
+// the critical communication, and the overlappable communication beside the compute stream,
+// which slows it by `slowdown` while both run (cost::overlapped_elapsed_s; the host's waits are
+// slowed as compute is, an approximation) and shows where it outlasts it.
+inline double phase_elapsed_s(double compute_stream_s, double critical_s, double overlappable_s, double slowdown) {
+  return critical_s + paraplan::cost::overlapped_elapsed_s(compute_stream_s, overlappable_s, slowdown);
 }
 // The step: m micro-batches at the slowest stage's pace, stretched by the schedule's bubble, then
 // the longest tail (exposed per-step communication and the optimizer update).
@@ -47,14 +51,17 @@ struct PhaseCost {
   double host_wait_s = 0;           // the GPU idle, waiting for the host to issue (host_issue.hpp)
   OwnerSeconds critical_comm_s;     // by owner strategy
   OwnerSeconds overlappable_comm_s; // by owner strategy
+  double overlap_slowdown = 0;      // the profile's overlap_compute_slowdown
 
   double critical_total() const;
   double overlappable_total() const;
-  // compute + host wait + critical + the part of overlappable communication the compute stream's
-  // time (its work and its waits) cannot hide.
+  // compute + host wait + critical + what overlapped communication costs: the compute it slows
+  // and the part of it the compute stream's time (its work and its waits) cannot hide.
   double elapsed_s() const;
   // How much of each owner's communication is exposed, sharing the unhidden part pro rata.
   OwnerSeconds exposed_by_owner() const;
+  // The compute stream's time lost to the overlapped communication beside it.
+  double contention_s() const;
 };
 
 struct StageCost {

@@ -4,6 +4,7 @@
 #include <string>
 #include <tuple>
 
+#include "paraplan/cost_model.hpp"
 #include "paraplan/sdk.hpp"
 #include "shared_links.h"
 
@@ -18,7 +19,18 @@ struct Transfer {
   int16_t stream = 0;
   std::vector<int32_t> ranks;
   int32_t receiver = -1, message = -1;
+  bool overlapped = false;  // off the ranks' paths: it slows their compute while it runs
 };
+
+// A compute event's tag: its stream, and for the compute stream the version of the rank's
+// compute timing it was queued under, modulo 2^24 (a re-timed instruction's earlier end is
+// stale; 16 million re-timings pass before a version repeats).
+constexpr uint32_t kStreamBits = 8;
+constexpr uint32_t kStreamMask = (1u << kStreamBits) - 1;
+uint32_t compute_tag(int16_t stream, uint32_t version) {
+  return static_cast<uint32_t>(stream) | (version << kStreamBits);
+}
+bool current_version(uint32_t tag, uint32_t version) { return (tag >> kStreamBits) == (version & (~0u >> kStreamBits)); }
 
 struct RankState {
   const StageProgram* program = nullptr;
@@ -28,6 +40,14 @@ struct RankState {
   std::vector<double> arrived;        // per boundary message slot, -1 until it arrives
   std::vector<int16_t> streams;       // the streams the program uses
   double compute_slowdown = 1;
+  // The compute stream's running instruction, timed by the work it has left: it runs slower
+  // while overlapped transfers (`contending` of them) run on the rank.
+  int32_t contending = 0;
+  bool computing = false;           // a compute instruction (not a host wait) runs on stream 0
+  bool slowed = false;              // ... and has run slower at some point
+  double nominal_s = 0;             // its time alone
+  double remaining_s = 0, rate = 1, updated = 0;
+  uint32_t version = 0;
 };
 
 }  // namespace
@@ -40,9 +60,13 @@ class EventEngine::State {
         mesh_(mesh),
         options_(options),
         tiers_(std::max<uint32_t>(profile.tier_count, 1)),
+        slowdown_(paraplan::cost::overlap_compute_slowdown(profile)),
         records_(records),
         links_(static_cast<size_t>(mesh.size()) * tiers_ * 2, queue_) {
     const size_t streams = programs.streams.size();
+    if (streams > kStreamMask + 1)
+      throw paraplan::Error(PP_ERROR_UNSUPPORTED, "the simulation runs at most " + std::to_string(kStreamMask + 1) +
+                                                      " streams per rank; the plan needs " + std::to_string(streams));
     ranks_.resize(static_cast<size_t>(mesh.size()));
     records_.resize(static_cast<size_t>(mesh.size()));
     for (int32_t r = 0; r < mesh.size(); ++r) {
@@ -84,13 +108,17 @@ class EventEngine::State {
     uint64_t events = 0;
     while (!queue_.empty()) {
       const Event event = queue_.pop();
-      if (event.flow && !links_.current(event.target, event.tag)) continue;  // re-timed: a later event stands for it
+      // Re-timed transfers and compute: a later event stands for them.
+      const int16_t stream = static_cast<int16_t>(event.tag & kStreamMask);
+      if (event.flow ? !links_.current(event.target, event.tag)
+                     : stream == 0 && !current_version(event.tag, ranks_[static_cast<size_t>(event.target)].version))
+        continue;
       ++events;
       now = event.time;
-      if (event.flow)
+      if (event.flow) {
         finish_transfer(event.target, now);
-      else {
-        complete(event.target, static_cast<int16_t>(event.tag), now);
+      } else {
+        complete(event.target, stream, now);
         advance(event.target, now);
       }
     }
@@ -104,6 +132,8 @@ class EventEngine::State {
     // Copied out: advancing the members may start a transfer that reuses the flow's slot.
     const Transfer& transfer = transfers_[static_cast<size_t>(flow)];
     finishing_.assign(transfer.ranks.begin(), transfer.ranks.end());
+    if (transfer.overlapped)
+      for (int32_t member : finishing_) contend(member, -1, now);
     const int16_t stream = transfer.stream;
     const int32_t receiver = transfer.receiver, message = transfer.message;
     for (int32_t member : finishing_) complete(member, stream, now);
@@ -157,9 +187,16 @@ class EventEngine::State {
         return;
       case Work::kMarker: complete(r, stream, now); return;
       case Work::kCompute: {
-        const double factor = stream == 0 ? rank.compute_slowdown * expert_factor(r, instruction) : 1.0;
         rank.stream_state[si] = kRunning;
-        queue_.push(now + instruction.seconds * factor, r, static_cast<uint32_t>(stream), /*flow=*/false);
+        if (stream != 0) {
+          queue_.push(now + instruction.seconds, r, compute_tag(stream, 0), /*flow=*/false);
+          return;
+        }
+        rank.nominal_s = instruction.seconds * rank.compute_slowdown * expert_factor(r, instruction);
+        rank.computing = !instruction.host_wait;  // an idle GPU loses nothing to the transfers
+        rank.slowed = false;
+        rank.remaining_s = rank.nominal_s;
+        time_compute(r, now);
         return;
       }
       case Work::kSend: {
@@ -167,7 +204,8 @@ class EventEngine::State {
         const int32_t receiver = mesh_.at_stage(r, instruction.peer_stage);
         ports_.assign({port(r, instruction.tier, 0), port(receiver, instruction.tier, 1)});
         members_.assign(1, r);
-        start_transfer(instruction.seconds, stream, receiver, instruction.delivers ? instruction.message : -1, now);
+        start_transfer(instruction.seconds, stream, receiver, instruction.delivers ? instruction.message : -1,
+                       !instruction.on_path, now);
         return;
       }
       case Work::kCollective: {
@@ -186,14 +224,35 @@ class EventEngine::State {
           ports_.push_back(port(member, instruction.tier, 0));
           ports_.push_back(port(member, instruction.tier, 1));
         }
-        start_transfer(instruction.seconds, stream, -1, -1, now);
+        start_transfer(instruction.seconds, stream, -1, -1, !instruction.on_path, now);
         return;
       }
     }
   }
 
+  // Queues the end of the compute stream's running instruction at the pace it runs at now.
+  void time_compute(int32_t r, double now) {
+    RankState& rank = ranks_[static_cast<size_t>(r)];
+    rank.updated = now;
+    rank.rate = rank.computing && rank.contending > 0 ? 1.0 / (1.0 + slowdown_) : 1.0;
+    rank.slowed |= rank.rate < 1.0;
+    ++rank.version;
+    queue_.push(now + rank.remaining_s / rank.rate, r, compute_tag(0, rank.version), /*flow=*/false);
+  }
+
+  // An overlapped transfer starts (+1) or ends (-1) on rank r: its compute changes pace when the
+  // first one starts or the last one ends.
+  void contend(int32_t r, int32_t change, double now) {
+    RankState& rank = ranks_[static_cast<size_t>(r)];
+    const bool before = rank.contending > 0;
+    rank.contending += change;
+    if (slowdown_ <= 0 || !rank.computing || before == (rank.contending > 0)) return;
+    rank.remaining_s = std::max(0.0, rank.remaining_s - (now - rank.updated) * rank.rate);
+    time_compute(r, now);
+  }
+
   // A transfer over ports_ running the instruction heading `stream` on each of members_.
-  void start_transfer(double seconds, int16_t stream, int32_t receiver, int32_t message, double now) {
+  void start_transfer(double seconds, int16_t stream, int32_t receiver, int32_t message, bool overlapped, double now) {
     const int32_t flow = links_.start(seconds, ports_, now);
     if (transfers_.size() <= static_cast<size_t>(flow)) transfers_.resize(static_cast<size_t>(flow) + 1);
     Transfer& transfer = transfers_[static_cast<size_t>(flow)];
@@ -201,6 +260,9 @@ class EventEngine::State {
     transfer.ranks.assign(members_.begin(), members_.end());  // reuses a finished transfer's storage
     transfer.receiver = receiver;
     transfer.message = message;
+    transfer.overlapped = overlapped;
+    if (overlapped)
+      for (int32_t member : members_) contend(member, +1, now);
   }
 
   // The instruction heading `stream` on `rank` has finished.
@@ -213,7 +275,15 @@ class EventEngine::State {
     record.finish[static_cast<size_t>(i)] = now;
     const double ran = now - rank.started[si];
     if (instruction.kind != Work::kMarker && instruction.kind != Work::kMemory) record.busy_s[si] += ran;
-    if (instruction.on_path) charge(record, instruction, ran);
+    // Compute's time beyond its own is what the transfers beside it cost.
+    const bool slowed = stream == 0 && instruction.kind == Work::kCompute && rank.computing && rank.slowed;
+    if (stream == 0 && instruction.kind == Work::kCompute) rank.computing = false;
+    if (instruction.on_path) {
+      const double lost = slowed ? std::max(0.0, ran - rank.nominal_s) : 0.0;
+      charge(record, instruction, ran - lost);
+      record.contention_s += lost;
+      if (instruction.step >= 0) record.contention_in_steps_s += lost;
+    }
     if (instruction.step_end) record.pipeline_end_s = now;
     rank.head[si] = rank.program->next_on_stream[static_cast<size_t>(i)];
     rank.stream_state[si] = kIdle;
@@ -297,6 +367,7 @@ class EventEngine::State {
   const RankMesh& mesh_;
   EngineOptions options_;
   uint32_t tiers_;
+  double slowdown_;  // compute's, beside overlapped communication (pp_hardware_profile)
   std::vector<RankRecord>& records_;
   std::vector<RankState> ranks_;
   EventQueue queue_;

@@ -11,6 +11,11 @@
 // Transfers that share one of those run at the rate of their most shared port: two at once on a
 // rank's network port each take twice as long while they overlap (processor sharing).
 //
+// Overlapped communication (a transfer off the rank's path) slows the compute beside it: while
+// one runs on a rank, its compute stream's work progresses at 1 / (1 + the profile's
+// overlap_compute_slowdown) of full speed and is re-timed when that starts or stops
+// (cost::overlapped_elapsed_s is the closed form of the same rule).
+//
 // Ranks are slowed on purpose by two options: a straggler (one rank's compute `slowdown` times
 // slower) and expert imbalance (in every MoE layer and micro-batch one rank of each expert
 // group, rotating, receives 1 + x times the mean routed tokens and the others proportionally
@@ -50,10 +55,12 @@ struct RankRecord {
   double compute_s = 0;
   double tail_compute_s = 0;              // after the steps: the optimizer update
   double host_wait_s = 0;                 // in the steps: the compute stream waiting for the host
+  double contention_s = 0;                // compute's time lost to overlapped communication beside it
+  double contention_in_steps_s = 0;
   std::vector<double> exposed_comm_s;     // per ProgramSet::owners
   double exposed_comm_in_steps_s = 0;
   double pipeline_end_s = 0;              // when its last schedule step ended
-  double work_s() const { return compute_s + host_wait_s + exposed_comm_in_steps_s; }
+  double work_s() const { return compute_s + host_wait_s + exposed_comm_in_steps_s + contention_in_steps_s; }
   double activation_bytes = 0, peak_activation_bytes = 0;
   std::vector<std::pair<double, double>> memory;  // (time, bytes in use) after each change, with record_timeline
 };

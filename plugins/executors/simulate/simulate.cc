@@ -9,16 +9,19 @@
 //   time.step_s                 one optimizer step: when the last rank finishes its last instruction
 //                               (the optimizer update, and what follows it: updated parameters' all-gather)
 //   time.pace_rank              the rank with the most work in its steps; the split below is its:
-//     step = compute_s + host_wait_s + optimizer_s + sum of exposed_comm_s.<owner> + idle_s, exactly
-//   time.compute_s              its compute in the schedule steps
+//     step = compute_s + host_wait_s + overlap_contention_s + optimizer_s + sum of exposed_comm_s.<owner>
+//            + idle_s, exactly
+//   time.compute_s              its compute in the schedule steps, each instruction at its own time
 //   time.host_wait_s            its compute stream idle while the host issues layers' ops (host_issue.hpp)
+//   time.overlap_contention_s   what overlapped transfers beside its compute cost it: the compute ran
+//                               slower while they ran (the profile's overlap_compute_slowdown)
 //   time.optimizer_s            its compute after them
 //   time.exposed_comm_s.<owner> communication on its path or that its path waited for, steps and tail
 //   time.idle_s                 waiting for other ranks: pipeline neighbours, a group's slowest member,
 //                               the last rank to finish
 //   time.bubble_s               pipeline_s - work_s: how much longer the pipeline phase lasts than the
 //                               pace rank's work in it (its fill and drain, and waits on other ranks)
-//   time.work_s                 compute + host wait + exposed communication in the steps
+//   time.work_s                 compute + host wait + contention + exposed communication in the steps
 //   time.pipeline_s             when the last rank finishes its last schedule step
 //   time.tail_s                 step - pipeline: drained gradient reductions, the optimizer, what follows it
 //   pipeline.bubble_fraction    bubble / work (1F1B's (p-1)/m with uniform stages and free communication)
@@ -156,7 +159,7 @@ class Simulate : public paraplan::Executor {
     }
     const simulate::RankRecord& record = engine.record(pace);
     const double step = engine.step_s(), work = record.work_s();
-    double busy = record.compute_s + record.tail_compute_s + record.host_wait_s;
+    double busy = record.compute_s + record.tail_compute_s + record.host_wait_s + record.contention_s;
     for (double exposed : record.exposed_comm_s) busy += exposed;
     const double bubble = std::max(0.0, pipeline - work);
     results.number("time.step_s", step);
@@ -164,6 +167,7 @@ class Simulate : public paraplan::Executor {
     results.number("time.compute_s", record.compute_s);
     results.number("time.optimizer_s", record.tail_compute_s);
     results.number("time.host_wait_s", record.host_wait_s);
+    results.number("time.overlap_contention_s", record.contention_s);
     for (size_t owner = 0; owner < programs.owners.size(); ++owner)
       results.number("time.exposed_comm_s." + programs.owners[owner], record.exposed_comm_s[owner]);
     const double idle = step - busy;  // rounding leaves a few ulps when nothing waited

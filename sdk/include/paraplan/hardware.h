@@ -60,6 +60,10 @@ typedef struct pp_hardware_profile {
    * on the same FLOPs; 0 (and every profile of a plugin older than this field) = the GPU runs
    * them as fast as its tuned kernel (true on Ampere, where FlashAttention-2 is that kernel). */
   double attention_efficiency_flash2;
+  /* ABI 1.6: how much slower compute runs while overlapped communication runs beside it on the
+   * same GPU (NCCL's kernels take SMs and HBM bandwidth from the GEMMs they hide behind): 0.2 =
+   * 20 % slower. 0 (and every profile of a plugin older than this field) = overlap is free. */
+  double overlap_compute_slowdown;
 } pp_hardware_profile;
 
 typedef struct pp_hardware_v1 {

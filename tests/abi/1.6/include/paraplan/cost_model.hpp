@@ -333,6 +333,26 @@ inline double attention_efficiency(const pp_hardware_profile& profile, pp_attent
   return efficiency * head_dim_efficiency(kernel, head_dim);
 }
 
+// How much slower compute runs beside overlapped communication (ABI 1.6); 0 for a profile too
+// short to say.
+inline double overlap_compute_slowdown(const pp_hardware_profile& profile) {
+  const bool declared =
+      profile.struct_size >= offsetof(pp_hardware_profile, overlap_compute_slowdown) + sizeof(double);
+  return declared && profile.overlap_compute_slowdown > 0 ? profile.overlap_compute_slowdown : 0.0;
+}
+
+// Seconds for `compute_s` of compute with `overlapped_s` of communication running beside it, the
+// compute `slowdown` times slower while both run (communication keeps its pace). Compute loses
+// slowdown / (1 + slowdown) of every second the communication runs, and at most `slowdown` of
+// its own time (when the communication outlasts it): max(O, C + min(O s / (1 + s), C s)), the
+// minimum being overlap_contention_s. slowdown = 0 is perfect overlap, max(O, C).
+inline double overlap_contention_s(double compute_s, double overlapped_s, double slowdown) {
+  return slowdown > 0 ? std::min(overlapped_s * slowdown / (1.0 + slowdown), compute_s * slowdown) : 0.0;
+}
+inline double overlapped_elapsed_s(double compute_s, double overlapped_s, double slowdown) {
+  return std::max(overlapped_s, compute_s + overlap_contention_s(compute_s, overlapped_s, slowdown));
+}
+
 // (1.6) An ALL_TO_ALL whose `k` > 0 is a routed exchange: each of the member's m tokens, n bytes
 // each, goes once to every member holding one of its k experts (bytes = m n D, D those members on
 // average) and once across the outer tier to every domain holding one.
