@@ -92,14 +92,30 @@ TEST(Fsdp, ContextParallelGradientsAreReducedOverCpToo) {
 
 // Megatron-LM builds its distributed optimizer on the dp x cp group (megatron/core/optimizer/
 // __init__.py, intra_dp_cp_group): with cp = 2 the Adam state of ZeRO-1 is 12Ψ/(32 x 2), not
-// 12Ψ/32; weights and gradients stay whole. ZeRO-3 keeps sharding over dp alone.
+// 12Ψ/32; weights and gradients stay whole. ZeRO-3 shards everything over dp x cp too, as
+// torchtitan's FSDP2 does on its dp_shard_cp mesh: weights 2Ψ/64, gradients 2Ψ/64, Adam 12Ψ/64.
 TEST(Fsdp, TheDistributedOptimizerShardsOverDpTimesCp) {
   const std::string ring = "[[strategy]]\nname = \"sp\"\nmode = \"ring\"\ndegree = 2\n";
   const test::Evaluated stage1 = test::evaluate_recipe(zero_recipe(1) + ring);
   EXPECT_NEAR(stage1.number("memory.optimizer_bytes") / (12 * kParameters / 64), 1.0, 1e-12);
   EXPECT_NEAR(stage1.number("memory.gradients_bytes") / (2 * kParameters), 1.0, 1e-12);
   const test::Evaluated stage3 = test::evaluate_recipe(zero_recipe(3) + ring);
-  EXPECT_NEAR(stage3.number("memory.optimizer_bytes") / (12 * kParameters / 32), 1.0, 1e-12);
+  EXPECT_NEAR(stage3.number("memory.optimizer_bytes") / (12 * kParameters / 64), 1.0, 1e-12);
+  EXPECT_NEAR(stage3.number("memory.parameters_bytes") / (2 * kParameters / 64), 1.0, 1e-12);
+  EXPECT_NEAR(stage3.number("memory.gradients_bytes") / (2 * kParameters / 64), 1.0, 1e-12);
+}
+
+// ZeRO-3 over dp x cp moves what one all-gather / reduce-scatter over the 64 ranks would: per
+// micro-batch (64 sequences over dp = 32: two) the weights gathered for forward and again for
+// backward and the gradients reduce-scattered, over dp (32) then over cp (2) of the 1/32 shard:
+// 3 x (63/64) x 2Ψ bytes each, the ZeRO paper's 1.5x plain data parallelism's 2 x (63/64) x 2Ψ.
+TEST(Fsdp, Zero3OverContextParallelRanksMovesOneCollectiveOverDpTimesCp) {
+  const std::string ring = "[[strategy]]\nname = \"sp\"\nmode = \"ring\"\ndegree = 2\n";
+  const double dp = 32, cp = 2, bytes = 2 * kParameters, micro_batches = 64 / dp;
+  const double expected = micro_batches * 3 * ((dp - 1) / dp * bytes + (cp - 1) / cp * bytes / dp);
+  EXPECT_NEAR(expected / (micro_batches * 3 * (dp * cp - 1) / (dp * cp) * bytes), 1.0, 1e-12);
+  EXPECT_NEAR(test::evaluate_recipe(zero_recipe(3) + ring).number("comm.fsdp.bytes_per_gpu_per_step") / expected, 1.0,
+              1e-12);
 }
 
 // PyTorch FSDP keeps the fp32 weights themselves as the master (master_weights = "in_place"):

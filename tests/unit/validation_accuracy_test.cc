@@ -80,7 +80,7 @@ TEST(ValidationAccuracy, ModernRunsEvaluateOrSayWhyNoWorseThanToday) {
       EXPECT_FALSE(prediction.reason.empty()) << prediction.run->id;
     }
   }
-  EXPECT_GE(evaluated, 202u);
+  EXPECT_GE(evaluated, 203u);  // 256K context on CP 8 fits since ZeRO-3 shards over dp x cp
   const ValidationSummary summary = summarize(predictions);
   ASSERT_TRUE(summary.mape_pct.has_value());
   EXPECT_LE(*summary.mape_pct, 18.0);  // 16.5 % (2026-12-05: torchtitan's FlashAttention-2, narrow heads, overlap's cost)

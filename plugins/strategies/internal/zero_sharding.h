@@ -18,10 +18,9 @@
 // gradients (2 or 4 bytes). Expert weights are replicated over fewer ranks: when expert
 // parallelism created the axis "edp" (expert data parallelism), expert state ("*.experts") is
 // sharded and reduced over it instead of the group's axis. With context parallelism ("cp"),
-// ranks of a cp group hold the same weights too: stages 1-2 (Megatron-LM's distributed
-// optimizer) shard over dp x cp, reduce-scattering over "cp" too; stage 0 all-reduces the full
-// gradients over "cp", stage 3 its dp shard of them (torchtitan's FSDP2 shards over dp x cp at
-// stage 3 too, which is not modelled).
+// ranks of a cp group hold the same weights too: stages 1-3 shard over dp x cp (Megatron-LM's
+// distributed optimizer, Megatron-FSDP and torchtitan's FSDP2 on its dp_shard_cp mesh), their
+// collectives running over "cp" too; stage 0 all-reduces the full gradients over "cp".
 //
 //   paraplan::strategies::ZeroSharding zero("fsdp", /*stage=*/3, /*overlap=*/true);
 //   int32_t dp = plan.add_axis("dp", degree, "fsdp");
@@ -90,9 +89,11 @@ class ZeroSharding {
     const int32_t cp_axis = view.axis_index(PP_AXIS_CP);
     const double dp = static_cast<double>(group);
     const double cp = cp_axis >= 0 ? static_cast<double>(view.axes()[static_cast<size_t>(cp_axis)].degree) : 1.0;
-    // Megatron-LM's distributed optimizer (stages 1 and 2) shards over dp x cp: context-parallel
-    // ranks hold the same weights, and optimizer/__init__.py builds it on the intra_dp_cp group.
-    const bool over_cp = (stage_ == 1 || stage_ == 2) && cp > 1;
+    // Context-parallel ranks hold the same weights, so every sharded stage spreads over dp x cp:
+    // Megatron-LM's distributed optimizer (stages 1-2; optimizer/__init__.py builds it on the
+    // intra_dp_cp group), and stage 3 as torchtitan's FSDP2 shards on its dp_shard_cp mesh
+    // (parallel_dims.py) and Megatron-FSDP on the dp-cp group.
+    const bool over_cp = stage_ >= 1 && cp > 1;
     const double dense_shards = over_cp ? dp * cp : dp;
     // ep carves "edp" out of cp x dp (ep.cc), so expert state already spans the cp ranks; without
     // ep the experts are replicated like dense state.
@@ -170,10 +171,11 @@ class ZeroSharding {
   }
 
   // Over cp, after the data-parallel collectives, as a hierarchical collective over dp x cp would
-  // run (the same bytes as Megatron-LM's one collective on the combined group). The distributed
-  // optimizer (stages 1-2) reduce-scatters the 1/dp gradient shard over cp and all-gathers the
-  // updated 1/dp weights back; stage 0 all-reduces the full gradients, stage 3 its 1/dp shard.
-  // Expert state joins only when it is not already reduced over an "edp" that spans cp.
+  // run (the same bytes as one collective on the combined group). The distributed optimizer
+  // (stages 1-2) reduce-scatters the 1/dp gradient shard over cp and all-gathers the updated 1/dp
+  // weights back; stage 3 gathers the 1/dp weight shard over cp before each forward and backward
+  // and reduce-scatters the 1/dp gradient shard, every micro-batch; stage 0 all-reduces the full
+  // gradients. Expert state joins only when it is not already reduced over an "edp" that spans cp.
   void add_context_parallel_communication(PlanEditor& plan, int32_t cp_axis, const ModelState& state, double dp,
                                           bool with_experts) const {
     const double share = stage_ >= 1 ? 1.0 / dp : 1.0;
@@ -185,6 +187,12 @@ class ZeroSharding {
             stage_ == 1 ? PP_PER_STEP : PP_PER_MICRO_BATCH, gradients);
         add(plan, cp_axis, state.dense.slots[i], PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_STEP, PP_PER_STEP,
             weights);
+      } else if (stage_ == 3) {
+        for (pp_phase phase : {PP_PHASE_FORWARD, PP_PHASE_BACKWARD})
+          add(plan, cp_axis, state.dense.slots[i], PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, phase,
+              PP_PER_MICRO_BATCH, weights);
+        add(plan, cp_axis, state.dense.slots[i], PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD,
+            PP_PER_MICRO_BATCH, gradients);
       } else {
         add(plan, cp_axis, state.dense.slots[i], PP_OP_GRAD_ALL_REDUCE_CP, PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD,
             PP_PER_STEP, gradients);
