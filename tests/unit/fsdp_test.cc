@@ -71,6 +71,8 @@ TEST(Fsdp, ReportsThePlanKeys) {
   const ResultValue* fits = evaluated.results.find("memory.fits");
   ASSERT_NE(fits, nullptr);
   EXPECT_TRUE(std::get<bool>(*fits));
+  EXPECT_DOUBLE_EQ(evaluated.number("memory.headroom_bytes"),
+                   evaluated.number("memory.capacity_bytes") - evaluated.number("memory.per_gpu_bytes"));
 }
 
 }  // namespace

@@ -105,6 +105,9 @@ TEST(Simulate, PeakMemoryMatchesTheAnalyticModel) {
     const Evaluated analytic = test::evaluate_file(file, "analytic");
     const Evaluated simulated = test::evaluate_file(file, "simulate");
     EXPECT_NEAR(simulated.number("memory.per_gpu_bytes") / analytic.number("memory.per_gpu_bytes"), 1.0, 1e-9) << recipe;
+    EXPECT_DOUBLE_EQ(simulated.number("memory.headroom_bytes"),
+                     simulated.number("memory.capacity_bytes") - simulated.number("memory.per_gpu_bytes"))
+        << recipe;
   }
 }
 

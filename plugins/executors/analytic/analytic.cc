@@ -101,6 +101,7 @@ class Analytic : public paraplan::Executor {
     results.number("memory.per_gpu_bytes", total);
     results.number("memory.capacity_bytes", profile.memory_bytes);
     results.boolean("memory.fits", total <= profile.memory_bytes);
+    results.number("memory.headroom_bytes", profile.memory_bytes - total);  // negative: short by that much
     report_state_and_activations(results, "memory.", stage, in_flight);
     results.number("memory.micro_batches_in_flight", in_flight);
   }

@@ -223,6 +223,7 @@ class Simulate : public paraplan::Executor {
     results.number("memory.per_gpu_bytes", fullest);
     results.number("memory.capacity_bytes", profile.memory_bytes);
     results.boolean("memory.fits", fullest <= profile.memory_bytes);
+    results.number("memory.headroom_bytes", profile.memory_bytes - fullest);  // negative: short by that much
   }
 
   static void report_throughput(const paraplan::ResultSink& results, const paraplan::PlanView& plan, double step_s,
