@@ -7,9 +7,11 @@ profile for hardware you own can carry measured numbers instead of guesses:
 
   gemm.efficiency_max, gemm.half_efficiency_gflop
       bf16 GEMMs of many sizes, fitted to  efficiency = max * F / (F + F_half)  (F = 2mnk FLOPs)
-  attention.efficiency
-      fused attention (cuDNN and FlashAttention backends of PyTorch), forward plus backward,
-      as FLOP/s over the bf16 peak
+  attention.efficiency, attention.efficiency_flash2
+      fused attention, forward plus backward, as FLOP/s over the bf16 peak: PyTorch's cuDNN
+      backend (the tuned kernel on Hopper and later) and its FlashAttention-2 backend, in
+      FlashAttention's accounting; the profile's figures are x 1.714 of it on causal runs
+      (docs/hardware.md)
   memory.efficiency
       device-to-device copy and an elementwise add, bytes moved over the HBM peak
 

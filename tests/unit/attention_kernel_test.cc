@@ -23,11 +23,15 @@ TEST(AttentionEfficiency, EachKernelRunsAtItsOwnFigure) {
 
 // No FlashAttention-2 figure (an Ampere profile, where it is the tuned kernel), or a profile from
 // a plugin older than the field: FlashAttention-2 runs at the tuned rate.
+// ... and its tuned kernel is FlashAttention-2, so a 64-wide head pays FlashAttention-2's width
+// factor (0.87) whichever kernel the recipe names: the two names price the same.
 TEST(AttentionEfficiency, WithoutAFlashAttention2FigureTheTunedOneHolds) {
   EXPECT_DOUBLE_EQ(cost::attention_efficiency(hopper_like(0.94, 0), PP_ATTENTION_KERNEL_FLASH2, 128), 0.94);
   pp_hardware_profile older = hopper_like(0.81, 0.45);
   older.struct_size = offsetof(pp_hardware_profile, attention_efficiency_flash2);
   EXPECT_DOUBLE_EQ(cost::attention_efficiency(older, PP_ATTENTION_KERNEL_FLASH2, 128), 0.81);
+  for (pp_attention_kernel kernel : {PP_ATTENTION_KERNEL_TUNED, PP_ATTENTION_KERNEL_FLASH2})
+    EXPECT_NEAR(cost::attention_efficiency(hopper_like(0.94, 0), kernel, 64), 0.94 * 0.87, 1e-12);
 }
 
 // FlashAttention-3 paper, Fig. 5 (H100): a 64-wide head at 0.6-0.75 of the 128-wide rate, 0.68

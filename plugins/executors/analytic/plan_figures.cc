@@ -16,6 +16,7 @@ enum Bucket { kForward, kBackward, kStepBackward, kStepTail, kBucketCount };
 
 struct Sums {
   double compute = 0, critical = 0, overlappable = 0;
+  double uncontended = 0;  // of overlappable: transfers to host memory, which slow no compute
 };
 // Sums per slot: an op counts as often as its slot repeats on a stage. Slots: embedding, head,
 // step, the layer ops every kind has, then one per layer kind.
@@ -50,9 +51,10 @@ void add(SlotSums& sums, size_t slot, const pp_op& op, double seconds) {
   Sums& part = sums[slot][bucket_of(op)];
   if (!communicates(op))
     part.compute += seconds;
-  else if (op.overlap == PP_OVERLAP_COMPUTE)
+  else if (op.overlap == PP_OVERLAP_COMPUTE) {
     part.overlappable += seconds;
-  else
+    if (op.kind == PP_OP_HOST_TRANSFER) part.uncontended += seconds;
+  } else
     part.critical += seconds;
 }
 
@@ -71,7 +73,7 @@ StageShape shape_of(const paraplan::PlanView& plan, size_t stage) {
 }
 
 double elapsed(const Sums& phase, double slowdown) {
-  return phase_elapsed_s(phase.compute, phase.critical, phase.overlappable, slowdown);
+  return phase_elapsed_s(phase.compute, phase.critical, phase.overlappable, slowdown, phase.uncontended);
 }
 
 Sums combine(const SlotSums& sums, const StageShape& shape, Bucket bucket) {
@@ -81,6 +83,7 @@ Sums combine(const SlotSums& sums, const StageShape& shape, Bucket bucket) {
     total.compute += shape[slot] * part.compute;
     total.critical += shape[slot] * part.critical;
     total.overlappable += shape[slot] * part.overlappable;
+    total.uncontended += shape[slot] * part.uncontended;
   }
   return total;
 }

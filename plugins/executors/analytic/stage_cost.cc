@@ -31,7 +31,9 @@ void add_to(OwnerSeconds& totals, std::string_view owner, double value) {
 
 void add_to_phase(PhaseCost& phase, const pp_op& op, double seconds) {
   if (op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV || op.kind == PP_OP_HOST_TRANSFER) {
-    add_to(op.overlap == PP_OVERLAP_COMPUTE ? phase.overlappable_comm_s : phase.critical_comm_s, op.owner, seconds);
+    const bool overlapped = op.overlap == PP_OVERLAP_COMPUTE;
+    add_to(overlapped ? phase.overlappable_comm_s : phase.critical_comm_s, op.owner, seconds);
+    if (overlapped && op.kind == PP_OP_HOST_TRANSFER) phase.uncontended_s += seconds;
   } else {
     phase.compute_s += seconds;
   }
@@ -43,14 +45,14 @@ double PhaseCost::critical_total() const { return sum(critical_comm_s); }
 double PhaseCost::overlappable_total() const { return sum(overlappable_comm_s); }
 
 double PhaseCost::elapsed_s() const {
-  return phase_elapsed_s(compute_s + host_wait_s, critical_total(), overlappable_total(), overlap_slowdown);
+  return phase_elapsed_s(compute_s + host_wait_s, critical_total(), overlappable_total(), overlap_slowdown, uncontended_s);
 }
 
 // elapsed = critical + max(O, S + lost) = critical + S + max(0, O - S) + max(0, lost - max(0, O - S)):
 // the exposed part, then what the compute lost beyond it.
 double PhaseCost::contention_s() const {
   const double stream = compute_s + host_wait_s, overlappable = overlappable_total();
-  const double lost = paraplan::cost::overlap_contention_s(stream, overlappable, overlap_slowdown);
+  const double lost = paraplan::cost::overlap_contention_s(stream, overlappable - uncontended_s, overlap_slowdown);
   return std::max(0.0, lost - std::max(0.0, overlappable - stream));
 }
 

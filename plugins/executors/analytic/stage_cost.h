@@ -22,9 +22,12 @@ namespace analytic {
 // A phase of one micro-batch: the compute stream's time (compute and the waits for the host),
 // the critical communication, and the overlappable communication beside the compute stream,
 // which slows it by `slowdown` while both run (cost::overlapped_elapsed_s; the host's waits are
-// slowed as compute is, an approximation) and shows where it outlasts it.
-inline double phase_elapsed_s(double compute_stream_s, double critical_s, double overlappable_s, double slowdown) {
-  return critical_s + paraplan::cost::overlapped_elapsed_s(compute_stream_s, overlappable_s, slowdown);
+// slowed as compute is, an approximation) and shows where it outlasts it. `uncontended_s` of it
+// (transfers to host memory, on copy engines) slows nothing.
+inline double phase_elapsed_s(double compute_stream_s, double critical_s, double overlappable_s, double slowdown,
+                              double uncontended_s) {
+  return critical_s +
+         paraplan::cost::overlapped_elapsed_s(compute_stream_s, overlappable_s, overlappable_s - uncontended_s, slowdown);
 }
 // The step: m micro-batches at the slowest stage's pace, stretched by the schedule's bubble, then
 // the longest tail (exposed per-step communication and the optimizer update).
@@ -52,6 +55,7 @@ struct PhaseCost {
   OwnerSeconds critical_comm_s;     // by owner strategy
   OwnerSeconds overlappable_comm_s; // by owner strategy
   double overlap_slowdown = 0;      // the profile's overlap_compute_slowdown
+  double uncontended_s = 0;         // overlappable transfers to host memory: copy engines, no SMs
 
   double critical_total() const;
   double overlappable_total() const;

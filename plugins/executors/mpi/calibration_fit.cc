@@ -327,6 +327,9 @@ std::string write_profile_toml(const MachineFigures& figures) {
   text += "[attention]\n";
   text += "efficiency = " + toml_number(figures.attention_efficiency, "attention.efficiency") + "\n\n";
 
+  text += "[overlap]                # not measured by calibrate: 0 prices overlap as free\n";
+  text += "compute_slowdown = 0\n\n";
+
   text += "[[tiers]]                # every rank talks to every other through shared memory\n";
   text += "name = \"shared-memory\"\n";
   text += "domain_size = 0          # the only tier, so the outermost: unbounded\n";

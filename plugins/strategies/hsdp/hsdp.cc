@@ -8,7 +8,8 @@
 // rank holds the gradient shard of its group, 1/G of the gradients, and all-reduces it with the
 // ranks holding the same shard in the other R = N/G groups, once per step on "dp_replicate"
 // (overlappable with the last micro-batch's backward). Model state per rank is the ZeRO formula
-// with G in place of N (16Ψ/G at stage 3); only 2·(R-1)/R · grads/G bytes per rank and step cross
+// with G in place of N (16Ψ/G at stage 3, 16Ψ/(G·cp) with context parallelism, whose ranks join the
+// shard group at stages 1-3); only 2·(R-1)/R · grads/G bytes per rank and step cross
 // the slow network instead of every per-micro-batch all-gather and reduce-scatter.
 //
 // Expert parallelism: "edp" spans the whole data-parallel group (N/e ranks inside "dp"), which
@@ -75,8 +76,8 @@ class HybridShardedDataParallel : public paraplan::Strategy {
     const int32_t replicate_axis = plan.add_axis(PP_AXIS_DP_REPLICATE, replicas, kName);
     const paraplan::strategies::ModelState state = zero_.apply(plan, dp_axis, group);
     if (replicas <= 1) return;
-    // Each rank all-reduces its gradient shard (1/group, or 1/(group x cp) where the distributed
-    // optimizer spans cp) with the same shard in the other groups.
+    // Each rank all-reduces its gradient shard (1/group, or 1/(group x cp) where the sharding
+    // spans cp, stages 1-3) with the same shard in the other groups.
     for (size_t i = 0; i < state.dense.slots.size(); ++i)
       zero_.add(plan, replicate_axis, state.dense.slots[i], PP_OP_GRAD_ALL_REDUCE_REPLICATE, PP_COLLECTIVE_ALL_REDUCE,
                 PP_PHASE_BACKWARD, PP_PER_STEP, (state.dense.gradients[i] + state.experts.gradients[i]) / state.dense_shards);

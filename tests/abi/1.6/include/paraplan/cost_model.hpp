@@ -321,16 +321,18 @@ inline double head_dim_efficiency(pp_attention_kernel kernel, double head_dim) {
   return std::pow(head_dim / kReferenceWidth, exponent);
 }
 
-// The profile's rate for `kernel` (the tuned one where it states no FlashAttention-2 figure,
-// or is older than that field), scaled for the head width.
+// The profile's rate for `kernel`, scaled for the head width. A profile that states no
+// FlashAttention-2 figure (or is older than that field) runs both at its tuned rate: its tuned
+// kernel is FlashAttention-2 (Ampere, MI300X's CK kernel), so a narrow head pays FlashAttention-2's
+// width factor whichever the recipe names.
 inline double attention_efficiency(const pp_hardware_profile& profile, pp_attention_kernel kernel, double head_dim) {
   const double tuned = profile.attention_efficiency > 0 ? profile.attention_efficiency : 0.5;
-  double efficiency = tuned;
-  if (kernel == PP_ATTENTION_KERNEL_FLASH2 &&
+  const bool states_flash2 =
       profile.struct_size >= offsetof(pp_hardware_profile, attention_efficiency_flash2) + sizeof(double) &&
-      profile.attention_efficiency_flash2 > 0)
-    efficiency = profile.attention_efficiency_flash2;
-  return efficiency * head_dim_efficiency(kernel, head_dim);
+      profile.attention_efficiency_flash2 > 0;
+  const bool runs_flash2 = kernel == PP_ATTENTION_KERNEL_FLASH2 || !states_flash2;
+  const double efficiency = kernel == PP_ATTENTION_KERNEL_FLASH2 && states_flash2 ? profile.attention_efficiency_flash2 : tuned;
+  return efficiency * head_dim_efficiency(runs_flash2 ? PP_ATTENTION_KERNEL_FLASH2 : PP_ATTENTION_KERNEL_TUNED, head_dim);
 }
 
 // How much slower compute runs beside overlapped communication (ABI 1.6); 0 for a profile too
@@ -345,12 +347,17 @@ inline double overlap_compute_slowdown(const pp_hardware_profile& profile) {
 // compute `slowdown` times slower while both run (communication keeps its pace). Compute loses
 // slowdown / (1 + slowdown) of every second the communication runs, and at most `slowdown` of
 // its own time (when the communication outlasts it): max(O, C + min(O s / (1 + s), C s)), the
-// minimum being overlap_contention_s. slowdown = 0 is perfect overlap, max(O, C).
-inline double overlap_contention_s(double compute_s, double overlapped_s, double slowdown) {
-  return slowdown > 0 ? std::min(overlapped_s * slowdown / (1.0 + slowdown), compute_s * slowdown) : 0.0;
+// minimum being overlap_contention_s. slowdown = 0 is perfect overlap, max(O, C). Only
+// `contending_s` of the communication slows the compute: a copy-engine transfer (to host memory)
+// takes no SMs.
+inline double overlap_contention_s(double compute_s, double contending_s, double slowdown) {
+  return slowdown > 0 ? std::min(contending_s * slowdown / (1.0 + slowdown), compute_s * slowdown) : 0.0;
+}
+inline double overlapped_elapsed_s(double compute_s, double overlapped_s, double contending_s, double slowdown) {
+  return std::max(overlapped_s, compute_s + overlap_contention_s(compute_s, contending_s, slowdown));
 }
 inline double overlapped_elapsed_s(double compute_s, double overlapped_s, double slowdown) {
-  return std::max(overlapped_s, compute_s + overlap_contention_s(compute_s, overlapped_s, slowdown));
+  return overlapped_elapsed_s(compute_s, overlapped_s, overlapped_s, slowdown);
 }
 
 // (1.6) An ALL_TO_ALL whose `k` > 0 is a routed exchange: each of the member's m tokens, n bytes
