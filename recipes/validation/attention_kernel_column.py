@@ -16,22 +16,7 @@ flash2: FlashAttention-2 and kernels of its generation, which leave Hopper's asy
     benchmark's attn_impl), a 2023 Triton kernel of FlashAttention-2's generation.
 Run from the repository root: python3 recipes/validation/attention_kernel_column.py
 """
-import csv
-
-
-def fill(path, kernel, after):
-    with open(path, newline="") as source:
-        reader = csv.DictReader(source)
-        columns = list(reader.fieldnames)
-        rows = list(reader)
-    if "attention_kernel" not in columns:
-        columns.insert(columns.index(after) + 1 if after in columns else len(columns), "attention_kernel")
-    for row in rows:
-        row["attention_kernel"] = kernel(row)
-    with open(path, "w", newline="") as target:
-        writer = csv.DictWriter(target, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+from csv_column import fill
 
 
 def torchtitan_kernel(row):
@@ -39,5 +24,5 @@ def torchtitan_kernel(row):
     return "flash2" if titan and row["hardware"].startswith(("h100", "h200", "a100")) else ""
 
 
-fill("recipes/validation/modern.csv", torchtitan_kernel, "master_weights")
-fill("recipes/validation/mpt-h100-fsdp.csv", lambda row: "flash2", "master_weights")
+fill("recipes/validation/modern.csv", "attention_kernel", torchtitan_kernel, "master_weights")
+fill("recipes/validation/mpt-h100-fsdp.csv", "attention_kernel", lambda row: "flash2", "master_weights")

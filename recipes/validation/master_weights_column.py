@@ -13,23 +13,7 @@ in_place: the weights themselves are fp32 and the optimizer updates them; a 2-by
     sharded, cast to bf16 for compute; gradients reduced in fp32.
 Run from the repository root: python3 recipes/validation/master_weights_column.py
 """
-import csv
+from csv_column import fill
 
-
-def fill(path, master_weights, after):
-    with open(path, newline="") as source:
-        reader = csv.DictReader(source)
-        columns = list(reader.fieldnames)
-        rows = list(reader)
-    if "master_weights" not in columns:
-        columns.insert(columns.index(after) + 1 if after in columns else len(columns), "master_weights")
-    for row in rows:
-        row["master_weights"] = master_weights(row["id"])
-    with open(path, "w", newline="") as target:
-        writer = csv.DictWriter(target, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-fill("recipes/validation/modern.csv", lambda row_id: "in_place" if row_id.startswith("tt") else "", "main_grads")
-fill("recipes/validation/mpt-h100-fsdp.csv", lambda row_id: "in_place", "dp_comm_overlap")
+fill("recipes/validation/modern.csv", "master_weights", lambda row: "in_place" if row["id"].startswith("tt") else "", "main_grads")
+fill("recipes/validation/mpt-h100-fsdp.csv", "master_weights", lambda row: "in_place", "dp_comm_overlap")
