@@ -53,7 +53,7 @@ void add(SlotSums& sums, size_t slot, const pp_op& op, double seconds) {
     part.compute += seconds;
   else if (op.overlap == PP_OVERLAP_COMPUTE) {
     part.overlappable += seconds;
-    if (op.kind == PP_OP_HOST_TRANSFER) part.uncontended += seconds;
+    if (uncontended(op)) part.uncontended += seconds;
   } else
     part.critical += seconds;
 }

@@ -31,9 +31,8 @@ void add_to(OwnerSeconds& totals, std::string_view owner, double value) {
 
 void add_to_phase(PhaseCost& phase, const pp_op& op, double seconds) {
   if (op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV || op.kind == PP_OP_HOST_TRANSFER) {
-    const bool overlapped = op.overlap == PP_OVERLAP_COMPUTE;
-    add_to(overlapped ? phase.overlappable_comm_s : phase.critical_comm_s, op.owner, seconds);
-    if (overlapped && op.kind == PP_OP_HOST_TRANSFER) phase.uncontended_s += seconds;
+    add_to(op.overlap == PP_OVERLAP_COMPUTE ? phase.overlappable_comm_s : phase.critical_comm_s, op.owner, seconds);
+    if (uncontended(op)) phase.uncontended_s += seconds;
   } else {
     phase.compute_s += seconds;
   }

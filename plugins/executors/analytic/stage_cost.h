@@ -34,6 +34,9 @@ inline double phase_elapsed_s(double compute_stream_s, double critical_s, double
 inline double step_s(double micro_batches, double pace_s, double bubble_fraction, double tail_s) {
   return micro_batches * pace_s * (1.0 + bubble_fraction) + tail_s;
 }
+// Overlapped communication that slows no compute: a transfer to host memory runs on the copy
+// engines, not on SMs (the simulator runs it on its host stream, beside nothing it slows).
+inline bool uncontended(const pp_op& op) { return op.kind == PP_OP_HOST_TRANSFER && op.overlap == PP_OVERLAP_COMPUTE; }
 // A GPU's memory: model state, activations of its micro-batches in flight, the rest, and the
 // runtime overhead every GPU loses.
 inline double memory_bytes(double state_bytes, double activations_per_micro_batch, double in_flight, double other_bytes,
