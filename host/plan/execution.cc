@@ -51,6 +51,9 @@ void require_plan_reader(const LoadedPlugin& plugin, const Recipe& recipe, const
   if (precision == PP_PRECISION_MXFP8 || precision == PP_PRECISION_NVFP4)
     throw PlanError(before + "the block-scaled precisions (1.6), and cannot price precision '" +
                     std::string(paraplan::precision_name(precision)) + "'; rebuild it against the 1.6 headers");
+  if (paraplan::recompute_num_layers(recipe.training) > 0)
+    throw PlanError(before + "partial recomputation (1.6), and would recompute every layer while counting the "
+                    "activations of both; drop training.recompute_num_layers or rebuild it against the 1.6 headers");
 }
 
 ResultTree run_executor(const std::string& executor, const Recipe& recipe, const PluginCatalog& catalog,

@@ -83,6 +83,10 @@ class Plan {
   const std::vector<pp_stage>& stages() const { return state_.stages; }
   const pp_model& model() const { return model_; }
   const pp_training& training() const { return training_; }
+  // Partial recomputation's layers per chunk (pp_training.recompute_num_layers, > 0): the
+  // workload is the same for every count, only which layers the executors count changes, so the
+  // search tries counts on one composed plan.
+  void set_recompute_num_layers(int64_t layers) { training_.recompute_num_layers = layers; }
   const pp_cluster& cluster() const { return cluster_; }
   int64_t data_parallel_size() const { return data_parallel_size_; }
 

@@ -204,6 +204,7 @@ class LayerBuilder {
         format_(gemm_input_format(training.precision)),
         gemm_input_bytes_(format_.stored_bytes),
         full_recompute_(training.recompute == PP_RECOMPUTE_FULL),
+        keeps_only_input_(full_recompute_ && recompute_num_layers(training) == 0),
         recomputed_(full_recompute_ ? 0u : recomputed_modules(training)) {}
 
   void build() {
@@ -221,10 +222,12 @@ class LayerBuilder {
   }
 
  private:
-  // Activations are charged only without full recomputation, which keeps the layer input alone.
-  // An item a recomputed `module` rebuilds in backward is not kept.
+  // Full recomputation of every layer keeps the layer input alone. Of only some layers
+  // (recompute_num_layers), the plan holds both sets, the input for the recomputed layers and
+  // everything else for the kept ones (PlanView::memory_share). An item a selectively
+  // recomputed `module` rebuilds in backward is not kept.
   void act(const char* name, double bytes, uint32_t module = 0) {
-    if (full_recompute_ && std::string(name) != PP_MEMORY_ACT_LAYER_INPUT) return;
+    if (keeps_only_input_ && std::string(name) != PP_MEMORY_ACT_LAYER_INPUT) return;
     if ((module & recomputed_) != 0 || bytes <= 0) return;
     add_memory(plan_, PP_MEMORY_ACTIVATIONS, PP_SCOPE_LAYER, name, bytes, index_);
   }
@@ -550,6 +553,7 @@ class LayerBuilder {
   GemmInputFormat format_;
   double gemm_input_bytes_;
   bool full_recompute_;
+  bool keeps_only_input_;  // full recomputation of every layer
   uint32_t recomputed_;  // selective recomputation's modules (full recomputation keeps only the input)
 };
 

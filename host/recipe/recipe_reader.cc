@@ -34,7 +34,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& core_sectio
                  "mamba_heads", "mamba_head_dim", "mamba_state", "mamba_groups", "mamba_conv_kernel", "mtp_layers",
                  "tied_embeddings", "dropout", "rotary_base", "norm_epsilon", "position_embedding", "linear_bias",
                  "activation_clamp"}},
-      {"training", {"global_batch", "micro_batch", "precision", "recompute", "recompute_modules", "cuda_graph_modules", "optimizer", "master_weights",
+      {"training", {"global_batch", "micro_batch", "precision", "recompute", "recompute_modules", "recompute_num_layers", "cuda_graph_modules", "optimizer", "master_weights",
                     "flash_attention", "attention_kernel", "main_grads"}},
       {"cluster", {"hardware", "num_gpus", "gpus_per_node", "mesh_order"}},
   };
@@ -401,6 +401,19 @@ uint32_t read_recompute_modules(TableReader& reader, const toml::table& table, c
   return modules;
 }
 
+// Megatron-LM's --recompute-method block --recompute-num-layers: full recomputation of each
+// pipeline chunk's first N layers only; only with full recomputation (a recipe or search that may
+// choose it). Absent: every layer (a search also tries the fewest that fit).
+int64_t read_recompute_num_layers(TableReader& reader, const toml::table& table, const pp_training& training,
+                                  const SearchChoices& search) {
+  const std::optional<int64_t> layers = reader.integer("recompute_num_layers", limits::kLayers);
+  if (!layers) return 0;
+  const bool full = training.recompute == PP_RECOMPUTE_FULL ||
+                    std::find(search.recomputes.begin(), search.recomputes.end(), PP_RECOMPUTE_FULL) != search.recomputes.end();
+  if (!full) reader.fail(table.get("recompute_num_layers"), "recompute_num_layers", "needs recompute = \"full\"");
+  return *layers;
+}
+
 // Megatron-LM's --cuda-graph-modules names (and "full_iteration", --cuda-graph-impl
 // full_iteration) as pp_cuda_graph_module bits, with the combinations TransformerConfig refuses
 // refused here (megatron/core/transformer/transformer_config.py).
@@ -446,6 +459,7 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
   std::string optimizer = reader.choice("optimizer", {"adam", "sgd"}).value_or("adam");
   training.optimizer = optimizer == "sgd" ? PP_OPTIMIZER_SGD : PP_OPTIMIZER_ADAM;
   training.recompute_modules = read_recompute_modules(reader, *table, training, recipe.search);
+  training.recompute_num_layers = read_recompute_num_layers(reader, *table, training, recipe.search);
   training.cuda_graph_modules = read_cuda_graph_modules(reader, *table, recipe.model.shape);
   recipe.flash_attention = reader.boolean("flash_attention").value_or(true);
   if (std::optional<std::string> kernel = reader.choice("attention_kernel", {"tuned", "flash2"})) {

@@ -20,6 +20,7 @@
 #include "host/core/divisors.h"
 #include "host/plan/strategy_application.h"
 #include "host/plugin/abi_history.h"
+#include "paraplan/sdk.hpp"
 
 namespace paraplan::host {
 namespace {
@@ -36,6 +37,7 @@ struct WorkItem {
   int64_t data_parallel = 1;
   int64_t micro_batch = 1;
   pp_recompute recompute = PP_RECOMPUTE_NONE;
+  bool partial_recompute = false;  // full recomputation of the fewest layers per chunk that fit
   std::vector<uint64_t> plans_below;  // plans_below[l]: plans formed by slots l.. (size slots + 1)
 };
 
@@ -136,7 +138,12 @@ std::vector<WorkItem> work_items(const SearchSpace& space, int64_t gpus) {
       for (pp_recompute recompute : space.recomputes) {
         item.micro_batch = micro_batch;
         item.recompute = recompute;
+        item.partial_recompute = false;
         items.push_back(item);
+        if (recompute == PP_RECOMPUTE_FULL && space.partial_recompute) {
+          item.partial_recompute = true;
+          items.push_back(item);
+        }
       }
   }
   return items;
@@ -214,6 +221,7 @@ class Worker {
     pp_training training = recipe_.training;
     training.micro_batch = item.micro_batch;
     training.recompute = item.recompute;
+    if (item.partial_recompute) training.recompute_num_layers = 1;  // leaf() chooses the count
     plan_.reset(training, item.data_parallel);
     load_workload(training);
     descend(0);
@@ -224,6 +232,7 @@ class Worker {
     pp_training training = recipe_.training;
     training.micro_batch = ranked.micro_batch;
     training.recompute = ranked.recompute;
+    training.recompute_num_layers = ranked.recompute_num_layers;
     int64_t data_parallel = 1;
     for (size_t level = 0; level < space_.slots.size(); ++level)
       if (ranked.degrees[level] > 0 && (space_.slots[level].flags & PP_STRATEGY_SPLITS_BATCH))
@@ -275,9 +284,10 @@ class Worker {
     apply_strategy(strategy, context, plan);
   }
 
-  // The unsharded workload depends only on the micro-batch and recompute mode: built once each.
+  // The unsharded workload depends only on the micro-batch and recompute mode (full of every layer
+  // or of some, whatever their count): built once each.
   void load_workload(const pp_training& training) {
-    const int key = static_cast<int>(training.recompute);
+    const int key = static_cast<int>(training.recompute) * 2 + (paraplan::recompute_num_layers(training) > 0 ? 1 : 0);
     auto found = std::find_if(workloads_.begin(), workloads_.end(), [&](const CachedWorkload& cached) {
       return cached.micro_batch == training.micro_batch && cached.recompute == key;
     });
@@ -326,6 +336,7 @@ class Worker {
       return;
     }
     const pp_plan_view_v1 view = plan_.view();
+    if (item_->partial_recompute && !choose_recomputed_layers(view)) return;
     pp_plan_figures memory{};
     run_executor(view, nullptr, 0, &memory);
     if (!(memory.memory_per_gpu_bytes <= usable_memory_)) {
@@ -351,6 +362,37 @@ class Worker {
     keep(figures_[winner], winner, count);
     ++ordinal_;
     ++plans_done;
+  }
+
+  // Partial recomputation: the fewest layers per chunk that fit, since each recomputed layer adds
+  // to the step and every kept one to memory; between 1 and one less than the fullest chunk's
+  // layers (all of them is the plan of full recomputation). A plan whose chunks hold one layer
+  // each has no partial form: skipped, not rejected. With no count fitting, the most is left set
+  // and the caller rejects the plan for memory.
+  bool choose_recomputed_layers(const pp_plan_view_v1& view) {
+    const paraplan::PlanView plan(view);
+    int64_t fullest = 0;
+    for (size_t stage = 0; stage < plan.stages().size(); ++stage)
+      for (size_t chunk = 0; chunk < static_cast<size_t>(plan.pipeline().virtual_stages); ++chunk)
+        fullest = std::max(fullest, plan.layers_on_chunk(stage, chunk, PP_EVERY_LAYER_KIND));
+    if (fullest <= 1) {
+      ++ordinal_;
+      ++plans_done;
+      return false;
+    }
+    int64_t low = 1, high = fullest - 1;
+    while (low < high) {
+      const int64_t middle = low + (high - low) / 2;
+      plan_.set_recompute_num_layers(middle);
+      pp_plan_figures memory{};
+      run_executor(view, nullptr, 0, &memory);
+      if (memory.memory_per_gpu_bytes <= usable_memory_)
+        high = middle;
+      else
+        low = middle + 1;
+    }
+    plan_.set_recompute_num_layers(low);
+    return true;
   }
 
   // A plan is ranked by these: an executor that reports a step that is not a positive finite time,
@@ -436,6 +478,7 @@ class Worker {
     candidate.options = chosen_;
     candidate.micro_batch = item_->micro_batch;
     candidate.recompute = item_->recompute;
+    candidate.recompute_num_layers = paraplan::recompute_num_layers(plan_.training());
     for (size_t axis : layout_orders_[layout]) candidate.mesh_order.emplace_back(plan_.axes()[axis].name);
     candidate.layouts = count;
     best.push_back(std::move(candidate));
@@ -505,6 +548,12 @@ const char* recompute_name(pp_recompute recompute) {
   }
 }
 
+std::string recompute_text(const RankedPlan& plan) {
+  if (plan.recompute != PP_RECOMPUTE_FULL || plan.recompute_num_layers == 0) return recompute_name(plan.recompute);
+  return "full, first " + std::to_string(plan.recompute_num_layers) + " layer" + (plan.recompute_num_layers == 1 ? "" : "s") +
+         " of each chunk";
+}
+
 std::string describe_strategies(const SearchSpace& space, const RankedPlan& plan) {
   std::string text;
   for (size_t level = 0; level < space.slots.size(); ++level) {
@@ -520,6 +569,10 @@ SearchResult run_search(const Recipe& recipe, const PluginCatalog& catalog, cons
   const auto start = std::chrono::steady_clock::now();
   SearchResult result;
   result.space = build_search_space(recipe, catalog);
+  // An executor from before 1.6 cannot tell the recomputed layers from the kept ones.
+  constexpr uint32_t kPartialRecomputeMinor = 6;
+  if (catalog.require(settings.executor, PP_KIND_EXECUTOR).abi_minor() < kPartialRecomputeMinor)
+    result.space.partial_recompute = false;
   const std::unique_ptr<HardwareBinding> hardware = open_hardware(recipe, catalog);
   const int64_t per_node = checked_gpus_per_node(recipe, *hardware);
   result.hardware_profile = hardware->profile();

@@ -48,6 +48,7 @@ struct RankedPlan {
   std::vector<uint32_t> options;      // per slot: index into StrategySlot::options
   int64_t micro_batch = 1;
   pp_recompute recompute = PP_RECOMPUTE_NONE;
+  int64_t recompute_num_layers = 0;     // full recomputation of each chunk's first N layers; 0: all
   std::vector<std::string> mesh_order;  // top-level axes innermost first
   uint32_t layouts = 0;                 // layouts timed for this plan
 };
@@ -83,5 +84,7 @@ ComposedPlan compose_ranked(const Recipe& recipe, const PluginCatalog& catalog, 
 // "tp=8 pp=8 (schedule=1f1b) fsdp=8 (stage=1)".
 std::string describe_strategies(const SearchSpace& space, const RankedPlan& plan);
 const char* recompute_name(pp_recompute recompute);
+// "none", "selective", "full" or "full, first 3 layers of each chunk".
+std::string recompute_text(const RankedPlan& plan);
 
 }  // namespace paraplan::host

@@ -84,7 +84,9 @@ std::string ranked_plan_recipe(const SearchResult& result, const RankedPlan& pla
   std::vector<std::string> quoted;
   for (const std::string& axis : plan.mesh_order) quoted.push_back("\"" + axis + "\"");
   text += "# [training] micro_batch = " + std::to_string(plan.micro_batch) + ", recompute = \"" +
-          recompute_name(plan.recompute) + "\"\n# [cluster] mesh_order = [" + joined(quoted, ", ") + "]\n";
+          recompute_name(plan.recompute) + "\"" +
+          (plan.recompute_num_layers > 0 ? ", recompute_num_layers = " + std::to_string(plan.recompute_num_layers) : "") +
+          "\n# [cluster] mesh_order = [" + joined(quoted, ", ") + "]\n";
   return text;
 }
 
@@ -115,7 +117,7 @@ void write_search_text(std::ostream& out, const SearchResult& result, const Sear
     out << line;
     if (days) out << format_number("  %8.1f", days_to_train(plan.figures, context));
     out << "  " << describe_strategies(result.space, plan) << "; micro_batch " << plan.micro_batch << ", recompute "
-        << recompute_name(plan.recompute) << ", mesh " << joined(plan.mesh_order, "-") << "\n";
+        << recompute_text(plan) << ", mesh " << joined(plan.mesh_order, "-") << "\n";
   }
   if (context.interval) {
     size_t ties = 0;
@@ -195,6 +197,8 @@ nlohmann::ordered_json search_json(const SearchResult& result, const SearchRepor
     entry["strategies"] = strategies;
     entry["micro_batch"] = plan.micro_batch;
     entry["recompute"] = recompute_name(plan.recompute);
+    entry["recompute_num_layers"] =
+        plan.recompute_num_layers > 0 ? nlohmann::ordered_json(plan.recompute_num_layers) : nlohmann::ordered_json(nullptr);
     entry["mesh_order"] = plan.mesh_order;
     entry["layouts_timed"] = plan.layouts;
     top.push_back(entry);

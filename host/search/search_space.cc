@@ -323,6 +323,10 @@ SearchSpace build_search_space(const Recipe& recipe, const PluginCatalog& catalo
                                                             : recipe.search.micro_batches;
   space.recomputes = recipe.search.recomputes;
   if (space.recomputes.empty()) space.recomputes = {PP_RECOMPUTE_NONE, PP_RECOMPUTE_SELECTIVE, PP_RECOMPUTE_FULL};
+  // Recompute pinned to "full" means every layer, as Megatron-LM's uniform method recomputes them.
+  space.partial_recompute = recipe.training.recompute_num_layers == 0 && recipe.search.recomputes.size() != 1 &&
+                            std::find(space.recomputes.begin(), space.recomputes.end(), PP_RECOMPUTE_FULL) !=
+                                space.recomputes.end();
   space.search_mesh_order = !recipe.search.mesh_order_given;
   return space;
 }

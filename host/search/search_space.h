@@ -52,6 +52,10 @@ struct SearchSpace {
   std::vector<StrategySlot> slots;  // ascending apply order
   std::vector<int64_t> micro_batches;
   std::vector<pp_recompute> recomputes;
+  // Full recomputation of only some layers is tried too (the fewest per chunk that fit): the
+  // recipe searches recompute (absent, "auto" or a set with "full") and does not fix
+  // training.recompute_num_layers.
+  bool partial_recompute = false;
   bool search_mesh_order = true;
 };
 

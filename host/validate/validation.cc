@@ -68,7 +68,8 @@ std::string describe_plan(const SearchSpace& space, const RankedPlan& plan) {
       add(name + "=" + degree + (values.empty() ? "" : " (" + values + ")"));
     }
   }
-  add("mb=" + std::to_string(plan.micro_batch) + " recompute=" + recompute_name(plan.recompute));
+  add("mb=" + std::to_string(plan.micro_batch) + " recompute=" + recompute_name(plan.recompute) +
+      (plan.recompute_num_layers > 0 ? " recompute_num_layers=" + std::to_string(plan.recompute_num_layers) : ""));
   return text;
 }
 
@@ -86,6 +87,7 @@ Prediction predict_run(const MeasuredRun& run, const PluginCatalog& catalog) {
     prediction.plan = describe_plan(result.space, winner);
     prediction.micro_batch = winner.micro_batch;
     prediction.recompute = recompute_name(winner.recompute);
+    prediction.recompute_num_layers = winner.recompute_num_layers;
     prediction.memory_per_gpu_bytes = winner.figures.memory_per_gpu_bytes;
     prediction.comparable = comparable_class(*recipe, result.hardware_profile, result.gpus_per_node);
   } catch (const HostError& failure) {

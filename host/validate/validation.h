@@ -26,6 +26,7 @@ struct Prediction {
   std::string plan;                 // the winner, describe_plan()
   int64_t micro_batch = 0;
   std::string recompute;
+  int64_t recompute_num_layers = 0;  // full recomputation of each chunk's first N layers; 0: all
   double memory_per_gpu_bytes = 0;  // the winner's fullest GPU, to set beside measured_memory_gib
   std::string reason;  // why the row is unevaluable, without the row's location
   ComparableClass comparable;  // the row's class, for its residual (prediction_intervals.h)

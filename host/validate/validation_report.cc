@@ -200,6 +200,8 @@ nlohmann::ordered_json validation_json(const ValidationReport& report) {
     row["plan"] = evaluated ? nlohmann::ordered_json(prediction.plan) : nullptr;
     row["micro_batch"] = evaluated ? nlohmann::ordered_json(prediction.micro_batch) : nullptr;
     row["recompute"] = evaluated ? nlohmann::ordered_json(prediction.recompute) : nullptr;
+    row["recompute_num_layers"] =
+        evaluated && prediction.recompute_num_layers > 0 ? nlohmann::ordered_json(prediction.recompute_num_layers) : nullptr;
     if (prediction.run->measured_memory_gib) {
       row["measured_memory_gib"] = *prediction.run->measured_memory_gib;
       row["memory_gib"] = evaluated ? nlohmann::ordered_json(prediction.memory_per_gpu_bytes / kBytesPerGiB) : nullptr;

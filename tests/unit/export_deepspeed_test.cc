@@ -110,5 +110,15 @@ TEST(ExportDeepspeed, LongContextMatchesTheGoldenFilesAndTheRecipe) {
   EXPECT_TRUE(mentions(result.unexpressed, "pp schedule interleaved-1f1b (2 virtual stages)"));
 }
 
+// DeepSpeed checkpoints every layer (activation_checkpoint_interval k: every k-th), never a
+// stage's first N: partial recomputation is reported.
+TEST(ExportDeepspeed, PartialRecomputationIsReported) {
+  const ExportResult every = test::export_recipe(kDense, "deepspeed", {"training.recompute=full"});
+  EXPECT_FALSE(mentions(every.unexpressed, "recompute_num_layers"));
+  const ExportResult some =
+      test::export_recipe(kDense, "deepspeed", {"training.recompute=full", "training.recompute_num_layers=5"});
+  EXPECT_TRUE(mentions(some.unexpressed, "recompute_num_layers = 5"));
+}
+
 }  // namespace
 }  // namespace paraplan::host

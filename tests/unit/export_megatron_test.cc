@@ -255,6 +255,23 @@ TEST(ExportMegatron, RecomputedModulesAsMegatronNamesThem) {
   EXPECT_FALSE(has(core.script, "--recompute-modules"));
 }
 
+// Full recomputation of every layer is Megatron-LM's uniform method in units of one layer; of
+// each chunk's first N layers, its block method (megatron/core/recompute.py: layers at indices
+// below recompute_num_layers are checkpointed, the rest run without).
+TEST(ExportMegatron, PartialRecomputationAsTheBlockMethod) {
+  const std::string recipe = "recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml";
+  const Export every = export_file(recipe, {"training.recompute=full"});
+  EXPECT_EQ(value(every.script, "--recompute-granularity"), "full");
+  EXPECT_EQ(value(every.script, "--recompute-method"), "uniform");
+  EXPECT_EQ(value(every.script, "--recompute-num-layers"), "1");
+  const Export some = export_file(recipe, {"training.recompute=full", "training.recompute_num_layers=7"});
+  EXPECT_EQ(value(some.script, "--recompute-granularity"), "full");
+  EXPECT_EQ(value(some.script, "--recompute-method"), "block");
+  EXPECT_EQ(value(some.script, "--recompute-num-layers"), "7");
+  EXPECT_TRUE(some.unexpressed.empty());
+  expect_real_flags(some.script);
+}
+
 // The attention kernel as Megatron-LM's --attention-backend (AttnBackend): the tuned kernel is
 // `auto` (Transformer Engine prefers cuDNN's fused attention on Hopper and later, FlashAttention on
 // Ampere), FlashAttention-2 is `flash`, unfused attention `unfused`.

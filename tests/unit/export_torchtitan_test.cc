@@ -123,6 +123,16 @@ TEST(ExportTorchtitan, MoeWithExpertParallelismMatchesTheGoldenFilesAndTheRecipe
   EXPECT_FALSE(mentions(result.unexpressed, "ep overlap"));
 }
 
+// torchtitan checkpoints every layer or every k-th one, never a stage's first N: a plan that
+// recomputes only some layers per chunk is reported, not silently exported as full.
+TEST(ExportTorchtitan, PartialRecomputationIsReported) {
+  const ExportResult every = test::export_recipe(kMoe, "torchtitan", {"training.recompute=full"});
+  EXPECT_FALSE(mentions(every.unexpressed, "recompute_num_layers"));
+  const ExportResult some =
+      test::export_recipe(kMoe, "torchtitan", {"training.recompute=full", "training.recompute_num_layers=3"});
+  EXPECT_TRUE(mentions(some.unexpressed, "recompute_num_layers = 3"));
+}
+
 // Group-limited routing is in none of torchtitan's job-config keys the export writes (a model's
 // flavour carries it in code): refused, not dropped; DeepSpeed the same.
 // torchtitan's SDPA tries cuDNN's fused attention first and has no key to prefer

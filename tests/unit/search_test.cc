@@ -79,6 +79,7 @@ std::string key_of(const SearchResult& result, const RankedPlan& plan, const std
   for (const std::string& axis : plan.mesh_order)
     if (moving.count(axis)) mesh.push_back(axis);
   return key + "micro_batch=" + std::to_string(plan.micro_batch) + " recompute=" + recompute_text(plan.recompute) +
+         (plan.recompute_num_layers > 0 ? " recompute_num_layers=" + std::to_string(plan.recompute_num_layers) : "") +
          " | mesh=" + joined(mesh);
 }
 
@@ -126,6 +127,10 @@ struct Candidate {
   int64_t ep = 0;  // 0: not used; ep is unlisted, its search case takes degrees >= 2 dividing dp
   int64_t micro_batch = 1;
   std::string recompute;
+  // Full recomputation of some layers: the brute force tries every count from 1 up and keeps the
+  // first that fits (the search's contract: the fewest recomputed layers per chunk that fit).
+  bool partial = false;
+  int64_t recompute_num_layers = 0;
 
   // The axes of degree > 1, whose order the search tries.
   std::vector<std::string> moving_axes() const {
@@ -142,7 +147,9 @@ struct Candidate {
     std::string quoted;
     for (const std::string& axis : mesh) quoted += (quoted.empty() ? "\"" : ", \"") + axis + "\"";
     std::string text = kBruteForceModel + "[training]\nglobal_batch = 16\nmicro_batch = " + std::to_string(micro_batch) +
-                       "\nrecompute = \"" + recompute + "\"\n[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 16\n" +
+                       "\nrecompute = \"" + recompute + "\"\n" +
+                       (recompute_num_layers > 0 ? "recompute_num_layers = " + std::to_string(recompute_num_layers) + "\n" : "") +
+                       "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 16\n" +
                        "mesh_order = [" + quoted + "]\n" + "[[strategy]]\nname = \"tp\"\ndegree = " + std::to_string(tp) +
                        "\n[[strategy]]\nname = \"sp\"\ndegree = " + std::to_string(sp) + "\nmode = \"" + sp_mode +
                        "\"\n[[strategy]]\nname = \"pp\"\ndegree = " + std::to_string(pp) + "\nschedule = \"" + schedule +
@@ -158,7 +165,9 @@ struct Candidate {
     text += "tp=" + std::to_string(tp) + " | sp=" + std::to_string(sp) + " mode=" + sp_mode + " | pp=" +
             std::to_string(pp) + " schedule=" + schedule + " trim_ends=true | fsdp=" + std::to_string(dp) +
             " stage=" + std::to_string(stage) + " | micro_batch=" + std::to_string(micro_batch) +
-            " recompute=" + recompute + " | mesh=" + joined(mesh);
+            " recompute=" + recompute +
+            (recompute_num_layers > 0 ? " recompute_num_layers=" + std::to_string(recompute_num_layers) : "") +
+            " | mesh=" + joined(mesh);
     return text;
   }
 };
@@ -179,8 +188,11 @@ std::vector<Candidate> brute_force_candidates(const TrainingChoices& choices) {
           for (int stage : choices.fsdp_stages)
             for (int64_t ep : ep_degrees)
               for (int64_t micro_batch : choices.micro_batches)
-                for (const std::string& recompute : choices.recomputes)
+                for (const std::string& recompute : choices.recomputes) {
                   candidates.push_back({tp, mode, sp, pp, schedule, dp, stage, ep, micro_batch, recompute});
+                  if (recompute == "full" && choices.recomputes.size() > 1)
+                    candidates.push_back({tp, mode, sp, pp, schedule, dp, stage, ep, micro_batch, recompute, true});
+                }
       }
   return candidates;
 }
@@ -241,8 +253,18 @@ BruteForce brute_force(const TrainingChoices& choices, const std::string& execut
       continue;
     }
     ResultTree first;
+    Candidate tried = candidate;
     try {
-      first = evaluate(candidate.recipe(mesh));
+      first = evaluate(tried.recipe(mesh));
+      // 32 layers over pp stages of one chunk each: a partial count from 1 to one less than all.
+      if (candidate.partial) {
+        const int64_t layers_per_chunk = 32 / candidate.pp;
+        for (tried.recompute_num_layers = 1; tried.recompute_num_layers < layers_per_chunk; ++tried.recompute_num_layers) {
+          first = evaluate(tried.recipe(mesh));
+          if (number(first, "memory.per_gpu_bytes") <= 0.9 * evaluate.hardware().profile().memory_bytes) break;
+        }
+        tried.recompute_num_layers = std::min(tried.recompute_num_layers, layers_per_chunk - 1);
+      }
     } catch (const PlanError& failure) {
       const std::string message = failure.what();
       // Composition checks the batch split before any strategy runs.
@@ -263,9 +285,9 @@ BruteForce brute_force(const TrainingChoices& choices, const std::string& execut
     double best = INFINITY;
     bool first_layout = true;
     do {
-      const double step = number(first_layout ? first : evaluate(candidate.recipe(mesh)), "time.step_s");
+      const double step = number(first_layout ? first : evaluate(tried.recipe(mesh)), "time.step_s");
       first_layout = false;
-      found.layouts_timed.emplace_back(candidate.key(mesh), step);
+      found.layouts_timed.emplace_back(tried.key(mesh), step);
       best = std::min(best, step);
       ++found.layouts;
     } while (std::next_permutation(mesh.begin(), mesh.end()));
@@ -294,9 +316,11 @@ void expect_search_matches(const SearchResult& result, const BruteForce& expecte
   // The space, counted by hand: (tp, sp, pp) with tp in {1, 2, 4}, sp megatron (1) or ring
   // (2..16), pp in {1, 2} and t·c·p dividing 16 leave dp = 16/(t·c·p); summing 1 + (divisors of
   // dp from 2, ep's degrees) over the 21 triples gives 25 + 16 + 9 = 50 strategy degree choices,
-  // each with 2 schedules x the fsdp stages x the micro-batch sizes x the recompute modes.
-  EXPECT_EQ(expected.plans,
-            50u * 2u * choices.fsdp_stages.size() * choices.micro_batches.size() * choices.recomputes.size());
+  // each with 2 schedules x the fsdp stages x the micro-batch sizes x the recompute modes, full
+  // twice when recompute is searched (of every layer, of the fewest that fit).
+  const size_t partial = choices.recomputes.size() > 1 ? std::count(choices.recomputes.begin(), choices.recomputes.end(), "full") : 0;
+  EXPECT_EQ(expected.plans, 50u * 2u * choices.fsdp_stages.size() * choices.micro_batches.size() *
+                                (choices.recomputes.size() + partial));
   // ep refuses the dense model whatever its degree: the search leaves it out, not counting them.
   EXPECT_EQ(result.plans, expected.plans - expected.count("ep"));
   ASSERT_EQ(result.skipped.size(), 1u);
@@ -327,7 +351,8 @@ void expect_search_matches(const SearchResult& result, const BruteForce& expecte
 }
 
 TEST(Search, WinnerIsTheBestOfEveryCandidateEvaluatedOneByOne) {
-  // 800 candidates: 50 x 2 schedules x micro_batch {1, 2} x recompute {none, full} x stage {0, 3}
+  // 1200 candidates: 50 x 2 schedules x micro_batch {1, 2} x recompute {none, full of every
+  // layer, full of the fewest that fit} x stage {0, 3}
   // (plain data parallelism, 16 bytes of state per parameter unsharded, is what some cannot fit).
   const TrainingChoices choices{{1, 2}, {"none", "full"}, {0, 3}};
   auto recipe = search_recipe(brute_force_search(choices));
@@ -348,7 +373,9 @@ TEST(Search, WinnerIsTheBestOfEveryCandidateEvaluatedOneByOne) {
   for (const std::string& axis : winner.mesh_order) mesh += (mesh.empty() ? "\"" : ", \"") + axis + "\"";
   test::Evaluated pasted = test::evaluate_recipe(
       kBruteForceModel + "[training]\nglobal_batch = 16\nmicro_batch = " + std::to_string(winner.micro_batch) +
-      "\nrecompute = \"" + recompute_text(winner.recompute) + "\"\n[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 16\n" +
+      "\nrecompute = \"" + recompute_text(winner.recompute) + "\"\n" +
+      (winner.recompute_num_layers > 0 ? "recompute_num_layers = " + std::to_string(winner.recompute_num_layers) + "\n" : "") +
+      "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 16\n" +
       "mesh_order = [" + mesh + "]\n" + tables);
   EXPECT_TRUE(near(pasted.number("time.step_s"), winner.figures.step_s)) << tables;
   EXPECT_TRUE(near(pasted.number("memory.per_gpu_bytes"), winner.figures.memory_per_gpu_bytes)) << tables;

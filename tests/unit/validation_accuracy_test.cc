@@ -32,9 +32,10 @@ void expect_accuracy(const std::string& name, size_t rows, double max_mape_pct, 
 }
 
 // Narayanan et al. 2021, Korthikanti et al. 2022, the Megatron-LM README's H100 table and Llama 3
-// 405B: at most 10 % mean absolute error (Calculon reaches 12.7 % on the 27 rows it can express).
-TEST(ValidationAccuracy, PublishedRunsWithinTenPercent) {
-  expect_accuracy("published.csv", 30, 10.0, 0.95);
+// 405B: at most the 8 % mean absolute error (7.6 % since partial recomputation; Calculon
+// reaches 12.7 % on the 27 rows it can express).
+TEST(ValidationAccuracy, PublishedRunsWithinEightPercent) {
+  expect_accuracy("published.csv", 30, 8.0, 0.95);
 }
 
 // A guard per source of published.csv: each at most today's figure plus 1.5 points (2026-12-05),
@@ -46,7 +47,7 @@ TEST(ValidationAccuracy, PublishedSourcesNoWorseThanToday) {
   const std::map<std::string, double> today = {{"Narayanan et al. 2021", 4.2},
                                                {"Korthikanti et al. 2022", 5.1},
                                                {"Megatron-LM README", 8.2},
-                                               {"The Llama 3 Herd of Models", 31.3}};
+                                               {"The Llama 3 Herd of Models", 23.9}};  // 31.3 before partial recompute
   size_t guarded = 0;
   for (const SourceAccuracy& source : summary.sources)
     for (const auto& [prefix, mape] : today)
@@ -67,7 +68,7 @@ TEST(ValidationAccuracy, VtrainMultiNodeRunsWithinFifteenPercentAndRankedRight) 
 // NeMo's FP8 pre-training runs on H100 (24.12 performance summary): the model's weakest
 // precision (docs/validation.md): no target, only today's level kept from getting worse.
 TEST(ValidationAccuracy, NemoFp8RunsNoWorseThanToday) {
-  expect_accuracy("nemo-h100-fp8.csv", 9, 12.0, 0.9);
+  expect_accuracy("nemo-h100-fp8.csv", 9, 10.0, 0.9);  // 8.7 % since partial recomputation (10.4 before)
 }
 
 // MosaicML's MPT runs with PyTorch FSDP: another software stack (its Triton attention priced as
@@ -104,7 +105,7 @@ TEST(ValidationAccuracy, ModernRunsEvaluateOrSayWhyNoWorseThanToday) {
   EXPECT_GE(evaluated, 203u);  // 256K context on CP 8 fits since ZeRO-3 shards over dp x cp
   const ValidationSummary summary = summarize(predictions);
   ASSERT_TRUE(summary.mape_pct.has_value());
-  EXPECT_LE(*summary.mape_pct, 18.0);  // 16.5 % (2026-12-05: torchtitan's FlashAttention-2, narrow heads, overlap's cost)
+  EXPECT_LE(*summary.mape_pct, 17.5);  // 15.8 % (2026-12-05: FlashAttention-2, narrow heads, overlap's cost, partial recompute)
   ASSERT_TRUE(summary.spearman.has_value());
   EXPECT_GE(*summary.spearman, 0.97);  // 0.981
 }
@@ -115,7 +116,9 @@ TEST(ValidationAccuracy, ModernRunsEvaluateOrSayWhyNoWorseThanToday) {
 // torchtitan's fp32 weights held in place, which let one more torchtitan Llama 3 8B row fit, 32K context
 // on CP 4, at +88 %: its slices' figures rose with it; docs/validation.md; 2026-12-05, the attention
 // kernel torchtitan ran and narrower heads' rate: Llama 3 8B 25.9 -> 14.2, GPT-OSS 31.2 -> 29.1; then
-// overlapped communication slowing compute: Llama 3 8B 13.2, GPT-OSS 28.4, A100 15.0), so a change that
+// overlapped communication slowing compute: Llama 3 8B 13.2, GPT-OSS 28.4, A100 15.0; then partial
+// recomputation searched, the forced full recompute gone: Llama 3 70B 15.8 -> 12.6, DeepSeek-V3 11.3 -> 8.4,
+// GPT-OSS 28.4 -> 29.3, its B200 row now less recomputed and further too fast), so a change that
 // helps one family cannot hide a loss on another. The MoE families are split in two halves by
 // model (docs/validation.md): what is tuned is tuned on the first (paraplan::moe::
 // kUnfusedMoePasses), and the second says how it does on models it never saw.
@@ -125,11 +128,11 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
   const ValidationSummary summary = summarize(predictions);
   const std::map<std::string, double> today = {
       // by model
-      {"llama2-7b", 23.3}, {"llama2-13b", 14.2}, {"llama2-70b", 8.1}, {"llama3-8b", 13.2}, {"llama3-70b", 15.8},
-      {"llama3.1-405b", 10.8}, {"mixtral-8x7b", 18.2}, {"deepseek-v3", 11.3}, {"gpt-oss-120b", 28.4},
-      {"nemotron-3-nano", 14.7}, {"qwen3-235b-a22b", 18.4}, {"qwen3-30b-a3b", 24.4},
+      {"llama2-7b", 23.2}, {"llama2-13b", 14.2}, {"llama2-70b", 6.4}, {"llama3-8b", 13.3}, {"llama3-70b", 12.6},
+      {"llama3.1-405b", 10.5}, {"mixtral-8x7b", 18.2}, {"deepseek-v3", 8.4}, {"gpt-oss-120b", 29.3},
+      {"nemotron-3-nano", 14.7}, {"qwen3-235b-a22b", 18.6}, {"qwen3-30b-a3b", 24.3},
       // by hardware
-      {"h100-sxm", 19.7}, {"b200", 16.7}, {"gb200-nvl72", 13.0}, {"h100-sxm-hbm2e-96gb-500w", 21.3},
+      {"h100-sxm", 19.5}, {"b200", 16.1}, {"gb200-nvl72", 11.6}, {"h100-sxm-hbm2e-96gb-500w", 21.0},
       {"h200-sxm", 1.8}, {"a100-sxm-80g", 15.0}, {"b300", 22.4}, {"gb300-nvl72", 14.8}};
   size_t guarded = 0;
   for (const std::vector<SliceAccuracy>* slices : {&summary.models, &summary.hardware})
@@ -152,8 +155,8 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
       if (prediction.evaluated() && models.count(prediction.run->model)) sum += std::abs(prediction.error_pct), ++rows;
     return rows ? sum / static_cast<double>(rows) : NAN;
   };
-  EXPECT_LE(half_mape({"deepseek-v3", "qwen3-30b-a3b", "mixtral-8x7b"}), 19.6 + 2.0);       // the tuning half
-  EXPECT_LE(half_mape({"qwen3-235b-a22b", "gpt-oss-120b", "nemotron-3-nano"}), 20.6 + 2.0);  // held out
+  EXPECT_LE(half_mape({"deepseek-v3", "qwen3-30b-a3b", "mixtral-8x7b"}), 18.5 + 2.0);       // the tuning half
+  EXPECT_LE(half_mape({"qwen3-235b-a22b", "gpt-oss-120b", "nemotron-3-nano"}), 20.9 + 2.0);  // held out
 }
 
 }  // namespace

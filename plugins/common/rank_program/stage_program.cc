@@ -34,6 +34,7 @@ struct Block {
   Part part;
   int64_t micro_batch;
   bool last_backward;  // the stage's last backward (or weight-gradient) pass over this chunk
+  bool recomputed;     // a LAYER block that re-runs its forward in backward (PlanView::op_share)
 };
 
 class StageBuilder {
@@ -123,16 +124,17 @@ class StageBuilder {
 
   void size_memory(double overhead_bytes) {
     program_.static_bytes = overhead_bytes;
-    layer_activations_.assign(c_.plan.raw().layer_kind_count, 0.0);
+    for (std::vector<double>& share : layer_activations_) share.assign(c_.plan.raw().layer_kind_count, 0.0);
     const auto items = c_.plan.memory();
     for (size_t index = 0; index < items.size(); ++index) {
       const pp_memory_item& item = items[index];
       const uint32_t kind = c_.plan.memory_layer_kind(index);
-      const double times = c_.plan.multiplicity(item.scope, kind, static_cast<size_t>(stage_));
+      const double times = c_.plan.memory_multiplicity(index, static_cast<size_t>(stage_));
       if (item.kind == PP_MEMORY_ACTIVATIONS) {
         if (item.scope == PP_SCOPE_LAYER) {
-          for (uint32_t k = 0; k < layer_activations_.size(); ++k)
-            if (kind == PP_EVERY_LAYER_KIND || kind == k) layer_activations_[k] += item.bytes;
+          std::vector<double>& share = layer_activations_[static_cast<size_t>(c_.plan.memory_share(index))];
+          for (uint32_t k = 0; k < share.size(); ++k)
+            if (kind == PP_EVERY_LAYER_KIND || kind == k) share[k] += item.bytes;
         } else {
           activations_[item.scope - 1] += item.bytes;
         }
@@ -145,9 +147,11 @@ class StageBuilder {
 
   double chunk_activation_bytes(int64_t chunk) const {
     double bytes = activations_[PP_SCOPE_STEP - 1] / static_cast<double>(chunks());
-    for (uint32_t kind = 0; kind < layer_activations_.size(); ++kind)
-      bytes += static_cast<double>(c_.plan.layers_on_chunk(static_cast<size_t>(stage_), static_cast<size_t>(chunk), kind)) *
-               layer_activations_[kind];
+    for (size_t share = 0; share < 3; ++share)
+      for (uint32_t kind = 0; kind < layer_activations_[share].size(); ++kind)
+        bytes += static_cast<double>(c_.plan.layers_on_chunk(static_cast<size_t>(stage_), static_cast<size_t>(chunk), kind,
+                                                             static_cast<paraplan::LayerShare>(share))) *
+                 layer_activations_[share][kind];
     if (holds(PP_SCOPE_EMBEDDING, chunk)) bytes += activations_[PP_SCOPE_EMBEDDING - 1];
     if (holds(PP_SCOPE_HEAD, chunk)) bytes += activations_[PP_SCOPE_HEAD - 1];
     return bytes;
@@ -168,11 +172,12 @@ class StageBuilder {
       const int64_t count = c_.chunk_layers[static_cast<size_t>(stage_)][static_cast<size_t>(step.chunk)];
       std::vector<Block> order;
       if (holds(PP_SCOPE_EMBEDDING, step.chunk))
-        order.push_back({index, PP_SCOPE_EMBEDDING, -1, PP_EVERY_LAYER_KIND, part, step.micro_batch, last});
+        order.push_back({index, PP_SCOPE_EMBEDDING, -1, PP_EVERY_LAYER_KIND, part, step.micro_batch, last, false});
       for (int64_t layer = first; layer < first + count; ++layer)
-        order.push_back({index, PP_SCOPE_LAYER, layer, c_.layer_kind[static_cast<size_t>(layer)], part, step.micro_batch, last});
+        order.push_back({index, PP_SCOPE_LAYER, layer, c_.layer_kind[static_cast<size_t>(layer)], part, step.micro_batch, last,
+                         recomputes(layer - first)});
       if (holds(PP_SCOPE_HEAD, step.chunk))
-        order.push_back({index, PP_SCOPE_HEAD, -1, PP_EVERY_LAYER_KIND, part, step.micro_batch, last});
+        order.push_back({index, PP_SCOPE_HEAD, -1, PP_EVERY_LAYER_KIND, part, step.micro_batch, last, false});
       if (part != Part::kForward) std::reverse(order.begin(), order.end());
       blocks_.insert(blocks_.end(), order.begin(), order.end());
     }
@@ -190,20 +195,28 @@ class StageBuilder {
     return kept;
   }
 
+  // Whether the layer at `position` in its chunk (0: the first) re-runs its forward in backward:
+  // every layer, or under partial recomputation the chunk's first recompute_num_layers.
+  bool recomputes(int64_t position) const {
+    const int64_t partial = paraplan::recompute_num_layers(c_.plan.training());
+    return partial == 0 || position < partial;
+  }
+
   // The ops a block runs in its phase, in execution order: its scope's, of its layer's kind.
   const std::vector<uint32_t>& block_ops(const Block& block) {
     const size_t scope = static_cast<size_t>(block.scope - 1), part = static_cast<size_t>(block.part);
-    auto [found, inserted] = block_ops_.try_emplace(block_key(block.scope, block.kind, part));
+    auto [found, inserted] = block_ops_.try_emplace(block_key(block.scope, block.kind, part, block.recomputed));
     std::vector<uint32_t>& ops = found->second;
     if (!inserted) return ops;
     if (block.part == Part::kForward) return ops = of_kind(c_.ops.per_micro_batch[scope][0], block.kind);
-    if (block.part != Part::kWeightGradient) ops = of_kind(c_.ops.per_micro_batch[scope][2], block.kind);  // recompute first
+    if (block.part != Part::kWeightGradient && (block.recomputed || block.scope != PP_SCOPE_LAYER))
+      ops = of_kind(c_.ops.per_micro_batch[scope][2], block.kind);  // recompute first
     const std::vector<uint32_t> backward = of_kind(c_.ops.per_micro_batch[scope][1], block.kind);
     ops.insert(ops.end(), backward.rbegin(), backward.rend());
     return ops;
   }
-  static uint64_t block_key(pp_scope scope, uint32_t kind, size_t part) {
-    return uint64_t{kind} << 8 | uint64_t{static_cast<uint32_t>(scope)} << 4 | part;
+  static uint64_t block_key(pp_scope scope, uint32_t kind, size_t part, bool recomputed) {
+    return uint64_t{recomputed} << 40 | uint64_t{kind} << 8 | uint64_t{static_cast<uint32_t>(scope)} << 4 | part;
   }
 
   // Labels are the same for every micro-batch: built once per op (or op range) and block.
@@ -321,7 +334,7 @@ class StageBuilder {
     if (block.part == Part::kForward) {
       seconds = host_wait(block.kind, PP_PHASE_FORWARD);
     } else {
-      seconds = host_wait(block.kind, PP_PHASE_BACKWARD) + host_wait(block.kind, PP_PHASE_RECOMPUTE);
+      seconds = host_wait(block.kind, PP_PHASE_BACKWARD) + (block.recomputed ? host_wait(block.kind, PP_PHASE_RECOMPUTE) : 0.0);
       if (block.part != Part::kBackward) seconds *= 0.5;
     }
     if (seconds <= 0) return;
@@ -460,7 +473,7 @@ class StageBuilder {
   // One op of the tail, all its repetitions on this stage at once.
   void tail_op(uint32_t op_index) {
     const pp_op& op = c_.plan.ops()[op_index];
-    const double times = c_.plan.multiplicity(op.scope, c_.plan.op_layer_kind(op_index), static_cast<size_t>(stage_));
+    const double times = c_.plan.op_multiplicity(op_index, static_cast<size_t>(stage_));
     const double seconds = times * c_.ops.seconds[op_index];
     if (seconds <= 0) return;
     const OpRun run{op_index, 1.0f, static_cast<float>(times)};
@@ -546,7 +559,8 @@ class StageBuilder {
   StageProgram program_;
   std::vector<Block> blocks_;
   double activations_[kScopes] = {};     // per micro-batch, of the scopes other than LAYER
-  std::vector<double> layer_activations_;  // per micro-batch, one layer of each kind
+  // Per micro-batch, one layer of each kind, by paraplan::LayerShare (all, recomputed, kept layers).
+  std::vector<double> layer_activations_[3];
   int32_t last_on_path_ = -1;
   std::vector<int32_t> pending_;  // overlapped transfers the next instruction on the path waits for
   std::vector<int32_t> last_on_stream_;

@@ -19,19 +19,31 @@ struct Sums {
   double uncontended = 0;  // of overlappable: transfers to host memory, which slow no compute
 };
 // Sums per slot: an op counts as often as its slot repeats on a stage. Slots: embedding, head,
-// step, the layer ops every kind has, then one per layer kind.
-enum FixedSlot { kEmbedding, kHead, kStep, kEveryLayer, kFirstKind };
+// step, then per share of a chunk's layers (all; under partial recomputation also the recomputed
+// and the kept ones, PlanView::op_share) the layer ops every kind has and one slot per layer kind.
+enum FixedSlot { kEmbedding, kHead, kStep, kFirstLayerSlot };
 using SlotSums = std::vector<std::array<Sums, kBucketCount>>;
 
-size_t slot_of(pp_scope scope, uint32_t kind) {
-  switch (scope) {
-    case PP_SCOPE_EMBEDDING: return kEmbedding;
-    case PP_SCOPE_HEAD: return kHead;
-    case PP_SCOPE_STEP: return kStep;
-    case PP_SCOPE_LAYER: return kind == PP_EVERY_LAYER_KIND ? size_t{kEveryLayer} : size_t{kFirstKind} + kind;
+const paraplan::LayerShare kShares[] = {paraplan::LayerShare::kAll, paraplan::LayerShare::kRecomputed,
+                                        paraplan::LayerShare::kKept};
+
+// The plan's slots: the fixed ones, then each share's layer slots.
+struct SlotLayout {
+  explicit SlotLayout(const paraplan::PlanView& plan)
+      : per_share(1 + size_t{plan.raw().layer_kind_count}), shares(plan.partially_recomputed() ? 3 : 1) {}
+  size_t count() const { return kFirstLayerSlot + shares * per_share; }
+  size_t of(pp_scope scope, uint32_t kind, paraplan::LayerShare share = paraplan::LayerShare::kAll) const {
+    switch (scope) {
+      case PP_SCOPE_EMBEDDING: return kEmbedding;
+      case PP_SCOPE_HEAD: return kHead;
+      case PP_SCOPE_STEP: return kStep;
+      case PP_SCOPE_LAYER:
+        return kFirstLayerSlot + static_cast<size_t>(share) * per_share + (kind == PP_EVERY_LAYER_KIND ? 0 : 1 + size_t{kind});
+    }
+    return kStep;
   }
-  return kStep;
-}
+  size_t per_share, shares;
+};
 
 Bucket bucket_of(const pp_op& op) {
   const bool per_step = op.frequency == PP_PER_STEP;
@@ -61,14 +73,19 @@ void add(SlotSums& sums, size_t slot, const pp_op& op, double seconds) {
 // A stage shape: how often each slot repeats on it (in-flight activations only change memory).
 using StageShape = std::vector<double>;
 
-StageShape shape_of(const paraplan::PlanView& plan, size_t stage) {
+StageShape shape_of(const paraplan::PlanView& plan, const SlotLayout& slots, size_t stage) {
   const uint32_t kinds = plan.raw().layer_kind_count;
-  StageShape shape(kFirstKind + kinds);
+  StageShape shape(slots.count());
   shape[kEmbedding] = plan.multiplicity(PP_SCOPE_EMBEDDING, PP_EVERY_LAYER_KIND, stage);
   shape[kHead] = plan.multiplicity(PP_SCOPE_HEAD, PP_EVERY_LAYER_KIND, stage);
   shape[kStep] = 1.0;
-  shape[kEveryLayer] = plan.multiplicity(PP_SCOPE_LAYER, PP_EVERY_LAYER_KIND, stage);
-  for (uint32_t kind = 0; kind < kinds; ++kind) shape[kFirstKind + kind] = plan.multiplicity(PP_SCOPE_LAYER, kind, stage);
+  for (size_t s = 0; s < slots.shares; ++s) {
+    const paraplan::LayerShare share = kShares[s];
+    shape[slots.of(PP_SCOPE_LAYER, PP_EVERY_LAYER_KIND, share)] =
+        plan.multiplicity(PP_SCOPE_LAYER, PP_EVERY_LAYER_KIND, stage, share);
+    for (uint32_t kind = 0; kind < kinds; ++kind)
+      shape[slots.of(PP_SCOPE_LAYER, kind, share)] = plan.multiplicity(PP_SCOPE_LAYER, kind, stage, share);
+  }
   return shape;
 }
 
@@ -105,16 +122,18 @@ double compute_stream_s(const paraplan::PlanView& plan, const std::vector<double
 
 // `seconds`: each op's price, all instances; communication's is still 0 here, and its entries
 // (`communicating`) are priced per layout by the caller.
-std::vector<IssuedPass> issued_passes(const paraplan::PlanView& plan, const pp_hardware_profile& profile,
-                                      const std::vector<double>& seconds) {
+std::vector<IssuedPass> issued_passes(const paraplan::PlanView& plan, const SlotLayout& slots,
+                                      const pp_hardware_profile& profile, const std::vector<double>& seconds) {
   std::vector<IssuedPass> passes;
   if (paraplan::issue::host_op_overhead_s(profile) <= 0) return passes;
   const auto on_stream = [&](size_t op) { return compute_stream_s(plan, seconds, op); };
   const uint32_t kinds = plan.raw().layer_kind_count;
   for (uint32_t kind = kinds == 0 ? PP_EVERY_LAYER_KIND : 0; kinds == 0 || kind < kinds; ++kind) {
-    const size_t slot = kinds == 0 ? size_t{kEveryLayer} : size_t{kFirstKind} + kind;
     for (pp_phase phase : {PP_PHASE_FORWARD, PP_PHASE_BACKWARD, PP_PHASE_RECOMPUTE}) {
-      IssuedPass pass{slot, phase == PP_PHASE_FORWARD ? kForward : kBackward,
+      const paraplan::LayerShare share = phase == PP_PHASE_RECOMPUTE && plan.partially_recomputed()
+                                             ? paraplan::LayerShare::kRecomputed
+                                             : paraplan::LayerShare::kAll;
+      IssuedPass pass{slots.of(PP_SCOPE_LAYER, kind, share), phase == PP_PHASE_FORWARD ? kForward : kBackward,
                       paraplan::issue::layer_pass(plan, profile, kind, phase, on_stream), {}};
       if (pass.ops.empty()) continue;
       for (size_t i = 0; i < pass.ops.size(); ++i)
@@ -126,18 +145,18 @@ std::vector<IssuedPass> issued_passes(const paraplan::PlanView& plan, const pp_h
   return passes;
 }
 
-double memory_per_gpu(const paraplan::PlanView& plan, double overhead_bytes) {
-  const size_t slots = kFirstKind + plan.raw().layer_kind_count;
-  std::vector<double> state(slots), activations(slots);
+double memory_per_gpu(const paraplan::PlanView& plan, const SlotLayout& slots, double overhead_bytes) {
+  std::vector<double> state(slots.count()), activations(slots.count());
   for (size_t i = 0; i < plan.memory().size(); ++i) {
     const pp_memory_item& item = plan.memory()[i];
-    (item.kind == PP_MEMORY_ACTIVATIONS ? activations : state)[slot_of(item.scope, plan.memory_layer_kind(i))] += item.bytes;
+    (item.kind == PP_MEMORY_ACTIVATIONS ? activations : state)[slots.of(item.scope, plan.memory_layer_kind(i),
+                                                                        plan.memory_share(i))] += item.bytes;
   }
   double fullest = 0;
   for (size_t stage = 0; stage < plan.stages().size(); ++stage) {
-    const StageShape shape = shape_of(plan, stage);
+    const StageShape shape = shape_of(plan, slots, stage);
     double held_state = 0, held_activations = 0;
-    for (size_t slot = 0; slot < slots; ++slot) {
+    for (size_t slot = 0; slot < slots.count(); ++slot) {
       held_state += shape[slot] * state[slot];
       held_activations += shape[slot] * activations[slot];
     }
@@ -154,14 +173,15 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
   const pp_hardware_profile profile = paraplan::cost::fit_to_cluster(*given.profile, plan.cluster());
   pp_hardware_binding_v1 hardware = given;
   hardware.profile = &profile;
-  const double memory = memory_per_gpu(plan, overhead_bytes);
+  const SlotLayout slots(plan);
+  const double memory = memory_per_gpu(plan, slots, overhead_bytes);
   for (uint32_t i = 0; i < std::max<uint32_t>(layouts, 1); ++i) {
     figures[i] = pp_plan_figures{sizeof(pp_plan_figures), 0, memory, profile.memory_bytes, 0, 0};
   }
   if (layouts == 0) return;
 
   // Everything but communication, once.
-  SlotSums fixed(kFirstKind + plan.raw().layer_kind_count);
+  SlotSums fixed(slots.count());
   std::vector<uint32_t> communication;
   std::vector<double> seconds(plan.ops().size(), 0.0);  // communication's is priced per layout
   for (uint32_t i = 0; i < plan.ops().size(); ++i) {
@@ -171,12 +191,12 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
       continue;
     }
     seconds[i] = op.repeat * paraplan::cost::op_time(plan, hardware, i);
-    add(fixed, slot_of(op.scope, plan.op_layer_kind(i)), op, seconds[i]);
+    add(fixed, slots.of(op.scope, plan.op_layer_kind(i), plan.op_share(i)), op, seconds[i]);
   }
-  std::vector<IssuedPass> passes = issued_passes(plan, profile, seconds);
+  std::vector<IssuedPass> passes = issued_passes(plan, slots, profile, seconds);
   std::vector<StageShape> shapes;
   for (size_t stage = 0; stage < plan.stages().size(); ++stage) {
-    StageShape shape = shape_of(plan, stage);
+    StageShape shape = shape_of(plan, slots, stage);
     if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end()) shapes.push_back(std::move(shape));
   }
 
@@ -194,7 +214,7 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
     for (uint32_t i : communication) {
       const pp_op& op = plan.ops()[i];
       seconds[i] = op.repeat * paraplan::cost::op_time(plan, hardware, i, layout_strides);
-      add(sums, slot_of(op.scope, plan.op_layer_kind(i)), op, seconds[i]);
+      add(sums, slots.of(op.scope, plan.op_layer_kind(i), plan.op_share(i)), op, seconds[i]);
     }
     // The GPU idles while the host issues its work: as compute, overlapped communication runs on.
     for (IssuedPass& pass : passes) {

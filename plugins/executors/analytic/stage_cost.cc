@@ -69,7 +69,7 @@ StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v
   const double micro_batches = static_cast<double>(plan.pipeline().micro_batches);
   for (size_t index = 0; index < plan.ops().size(); ++index) {
     const pp_op& op = plan.ops()[index];
-    double times = plan.multiplicity(op.scope, plan.op_layer_kind(index), stage) * op.repeat;
+    double times = plan.op_multiplicity(index, stage) * op.repeat;
     if (times == 0) continue;
     double seconds = times * paraplan::cost::op_time(plan, hardware, index);
     bool per_step = op.frequency == PP_PER_STEP;
@@ -100,7 +100,7 @@ StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v
   }
   for (size_t index = 0; index < plan.memory().size(); ++index) {
     const pp_memory_item& item = plan.memory()[index];
-    double bytes = plan.multiplicity(item.scope, plan.memory_layer_kind(index), stage) * item.bytes;
+    double bytes = plan.memory_multiplicity(index, stage) * item.bytes;
     switch (item.kind) {
       case PP_MEMORY_PARAMETERS: cost.weights_bytes += bytes; break;
       case PP_MEMORY_GRADIENTS: cost.gradients_bytes += bytes; break;
@@ -114,8 +114,9 @@ StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v
     const double layers = plan.multiplicity(PP_SCOPE_LAYER, kind, stage);
     if (layers > 0) {
       cost.forward.host_wait_s += layers * paraplan::issue::host_wait_s(plan, hardware, kind, PP_PHASE_FORWARD);
-      for (pp_phase phase : {PP_PHASE_BACKWARD, PP_PHASE_RECOMPUTE})
-        cost.backward.host_wait_s += layers * paraplan::issue::host_wait_s(plan, hardware, kind, phase);
+      cost.backward.host_wait_s += layers * paraplan::issue::host_wait_s(plan, hardware, kind, PP_PHASE_BACKWARD);
+      const double recomputed = plan.multiplicity(PP_SCOPE_LAYER, kind, stage, paraplan::LayerShare::kRecomputed);
+      cost.backward.host_wait_s += recomputed * paraplan::issue::host_wait_s(plan, hardware, kind, PP_PHASE_RECOMPUTE);
     }
     if (kinds == 0) break;
   }

@@ -181,6 +181,11 @@ class DeepSpeed : public paraplan::Exporter {
                                                 {"number_checkpoints", nullptr},
                                                 {"synchronize_checkpoint_boundary", false},
                                                 {"profile", false}};
+      if (const int64_t partial = paraplan::recompute_num_layers(training); partial > 0)
+        unexpressed.push_back("recompute_num_layers = " + std::to_string(partial) +
+                              ": DeepSpeed checkpoints every layer (or every k-th, activation_checkpoint_interval), "
+                              "not each stage's first layers; exported as every layer, which recomputes more than "
+                              "was evaluated");
     } else if (training.recompute == PP_RECOMPUTE_SELECTIVE) {
       unexpressed.push_back("recompute selective: DeepSpeed checkpoints whole layers only "
                             "(activation_checkpointing); left off, flash attention recomputes the attention core");

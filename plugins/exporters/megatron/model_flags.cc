@@ -15,7 +15,8 @@
 //   precision    --bf16 | --fp16 | --bf16 --fp8-format hybrid
 //   recompute    selective: --recompute-granularity selective (core attention, Korthikanti et
 //                al.), with --recompute-modules when the recipe names others; full:
-//                --recompute-granularity full --recompute-method uniform --recompute-num-layers 1 (every layer's input kept, the layer recomputed)
+//                --recompute-granularity full --recompute-method uniform --recompute-num-layers 1 (every layer's input kept, the layer recomputed);
+//                of some layers (recompute_num_layers N): --recompute-method block --recompute-num-layers N
 //   CUDA graphs  cuda_graph_modules: --cuda-graph-impl full_iteration, or --cuda-graph-impl
 //                transformer_engine --cuda-graph-modules <the modules> (TransformerConfig's
 //                cuda_graph_impl and cuda_graph_modules)
@@ -143,9 +144,11 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
     if (recomputed != PP_RECOMPUTE_CORE_ATTN)
       out.recompute.add("--recompute-modules", module_words(paraplan::kRecomputeModuleNames, recomputed));
   } else if (training.recompute == PP_RECOMPUTE_FULL) {
+    // Every layer: uniform units of one layer. Some: block, the first N of each chunk.
+    const int64_t partial = paraplan::recompute_num_layers(training);
     out.recompute.add("--recompute-granularity", "full");
-    out.recompute.add("--recompute-method", "uniform");
-    out.recompute.add("--recompute-num-layers", 1);
+    out.recompute.add("--recompute-method", partial > 0 ? "block" : "uniform");
+    out.recompute.add("--recompute-num-layers", partial > 0 ? partial : 1);
   }
 
   const uint32_t graphs = paraplan::issue::cuda_graph_modules(training);

@@ -317,6 +317,11 @@ class Torchtitan : public paraplan::Exporter {
     switch (training.recompute) {
       case PP_RECOMPUTE_FULL:
         checkpointing.set("mode", std::string("full"));
+        if (const int64_t partial = paraplan::recompute_num_layers(training); partial > 0)
+          unexpressed.push_back("recompute_num_layers = " + std::to_string(partial) +
+                                ": torchtitan checkpoints every layer (mode full) or every k-th layer "
+                                "(selective_ac_option = \"k\"), not each stage's first layers; exported as full, "
+                                "which recomputes more than was evaluated");
         break;
       case PP_RECOMPUTE_SELECTIVE:
         checkpointing.set("mode", std::string("selective"));

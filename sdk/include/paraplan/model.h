@@ -199,6 +199,11 @@ typedef struct pp_training {
                                      * tail padding, so sizeof is unchanged and struct_size cannot
                                      * tell an earlier 1.6 host's struct (zero-initialised there) */
   pp_attention_kernel attention_kernel; /* ABI 1.6: read only when struct_size covers it */
+  /* ABI 1.6: with PP_RECOMPUTE_FULL, how many layers of each pipeline chunk re-run their forward
+   * in backward: the chunk's first N, the others keeping every activation and recomputing nothing
+   * (Megatron-LM's --recompute-method block --recompute-num-layers N). 0 = every layer. Read only
+   * when struct_size covers it (paraplan::recompute_num_layers). */
+  int64_t recompute_num_layers;
 } pp_training;
 
 typedef struct pp_cluster {

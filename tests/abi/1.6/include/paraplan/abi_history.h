@@ -28,7 +28,8 @@
  *        insert_layer_op, add_layer_memory, set_layer_counts (structs the host hands plugins);
  *        pp_dtype += MXFP8, NVFP4; pp_hardware_profile += peak_flops_mxfp8, peak_flops_nvfp4,
  *        host_op_overhead_s, attention_efficiency_flash2, overlap_compute_slowdown; pp_training +=
- *        recompute_modules, cuda_graph_modules, master_weights, attention_kernel
+ *        recompute_modules, cuda_graph_modules, master_weights, attention_kernel,
+ *        recompute_num_layers
  */
 #ifndef PARAPLAN_ABI_HISTORY_H
 #define PARAPLAN_ABI_HISTORY_H

@@ -33,6 +33,7 @@
 #ifndef PARAPLAN_SDK_HPP
 #define PARAPLAN_SDK_HPP
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -329,6 +330,17 @@ inline pp_attention_kernel attention_kernel(const pp_training& training) {
              : PP_ATTENTION_KERNEL_TUNED;
 }
 
+// With full recomputation, how many layers of each pipeline chunk re-run their forward in
+// backward: the chunk's first N (pp_training.recompute_num_layers, Megatron-LM's block method).
+// 0: every layer does, which is also the answer for any other recompute setting and for an older
+// host's training, which has no field.
+inline int64_t recompute_num_layers(const pp_training& training) {
+  if (training.recompute != PP_RECOMPUTE_FULL ||
+      training.struct_size < offsetof(pp_training, recompute_num_layers) + sizeof(int64_t))
+    return 0;
+  return std::max<int64_t>(0, training.recompute_num_layers);
+}
+
 // Megatron-LM's --recompute-modules names of the pp_recompute_module bits, in bit order: the
 // recipe's `recompute_modules` and what the Megatron exporter writes.
 struct RecomputeModuleName {
@@ -467,6 +479,10 @@ inline std::string beyond_uniform_transformer(const pp_model& model, bool writes
   return "";
 }
 
+// Which of a chunk's layers an op or memory item of scope LAYER counts on (PlanView::op_share):
+// all of them, or under partial recomputation the recomputed or the kept ones.
+enum class LayerShare { kAll, kRecomputed, kKept };
+
 // A read-only plan snapshot with spans instead of pointer+count pairs.
 class PlanView {
  public:
@@ -525,23 +541,70 @@ class PlanView {
     }
     return view_.layer_counts[virtual_stage * kinds + kind];
   }
-  int64_t layers_on_stage(size_t stage, uint32_t kind) const {
+  // Without partial recomputation every share is all of them.
+  int64_t layers_on_chunk(size_t stage, size_t chunk, uint32_t kind, LayerShare share) const {
+    if (share == LayerShare::kAll || !partially_recomputed()) return layers_on_chunk(stage, chunk, kind);
+    const int64_t recomputed = recomputed_layers_on_chunk(stage, chunk, kind);
+    return share == LayerShare::kRecomputed ? recomputed : layers_on_chunk(stage, chunk, kind) - recomputed;
+  }
+  int64_t layers_on_stage(size_t stage, uint32_t kind, LayerShare share = LayerShare::kAll) const {
     int64_t total = 0;
     const size_t chunks = static_cast<size_t>(view_.pipeline->virtual_stages);
-    for (size_t chunk = 0; chunk < chunks; ++chunk) total += layers_on_chunk(stage, chunk, kind);
+    for (size_t chunk = 0; chunk < chunks; ++chunk) total += layers_on_chunk(stage, chunk, kind, share);
     return total;
   }
   // How often an op or item of `scope` and layer kind `kind` counts on `stage` per micro-batch:
-  // the stage's layers of that kind (LAYER), 1 or 0 (EMBEDDING, HEAD), 1 (STEP).
-  double multiplicity(pp_scope scope, uint32_t kind, size_t stage) const {
+  // the stage's layers of that kind (LAYER; `share` of them), 1 or 0 (EMBEDDING, HEAD), 1 (STEP).
+  double multiplicity(pp_scope scope, uint32_t kind, size_t stage, LayerShare share = LayerShare::kAll) const {
     const pp_stage& held = view_.stages[stage];
     switch (scope) {
-      case PP_SCOPE_LAYER: return static_cast<double>(layers_on_stage(stage, kind));
+      case PP_SCOPE_LAYER: return static_cast<double>(layers_on_stage(stage, kind, share));
       case PP_SCOPE_EMBEDDING: return held.has_embedding ? 1.0 : 0.0;
       case PP_SCOPE_HEAD: return held.has_head ? 1.0 : 0.0;
       case PP_SCOPE_STEP: return 1.0;
     }
     return 0.0;
+  }
+  // Partial recomputation (paraplan::recompute_num_layers > 0) splits each chunk's layers in two:
+  // the first N re-run their forward (the RECOMPUTE ops) and keep only their input
+  // (PP_MEMORY_ACT_LAYER_INPUT); the others keep every other activation item and recompute
+  // nothing. Which of a chunk's layers an op or item counts on:
+  LayerShare op_share(size_t op) const {
+    return partially_recomputed() && view_.ops[op].scope == PP_SCOPE_LAYER && view_.ops[op].phase == PP_PHASE_RECOMPUTE
+               ? LayerShare::kRecomputed
+               : LayerShare::kAll;
+  }
+  LayerShare memory_share(size_t item) const {
+    const pp_memory_item& held = view_.memory[item];
+    if (!partially_recomputed() || held.scope != PP_SCOPE_LAYER || held.kind != PP_MEMORY_ACTIVATIONS)
+      return LayerShare::kAll;
+    return std::string_view(held.name) == PP_MEMORY_ACT_LAYER_INPUT ? LayerShare::kRecomputed : LayerShare::kKept;
+  }
+  // How often op `op` or item `item` counts on `stage` per micro-batch (multiplicity, its share).
+  double op_multiplicity(size_t op, size_t stage) const {
+    return multiplicity(view_.ops[op].scope, view_.op_layer_kinds[op], stage, op_share(op));
+  }
+  double memory_multiplicity(size_t item, size_t stage) const {
+    return multiplicity(view_.memory[item].scope, view_.memory_layer_kinds[item], stage, memory_share(item));
+  }
+  bool partially_recomputed() const { return recompute_num_layers(*view_.training) > 0; }
+  // The layers of `kind` among the first `recompute_num_layers` of a chunk, walking the chunk's
+  // layers in the model's order (the virtual stages hold consecutive layers, in virtual-stage order).
+  int64_t recomputed_layers_on_chunk(size_t stage, size_t chunk, uint32_t kind) const {
+    const int64_t held = layers_on_chunk(stage, chunk, PP_EVERY_LAYER_KIND);
+    const int64_t recomputed = std::min(held, recompute_num_layers(*view_.training));
+    if (recomputed == 0 || kind == PP_EVERY_LAYER_KIND) return recomputed;
+    const pp_pipeline& pipeline = *view_.pipeline;
+    const int64_t virtual_stage = virtual_stage_of(pipeline, static_cast<int64_t>(stage), static_cast<int64_t>(chunk));
+    int64_t first = 0;
+    for (int64_t before = 0; before < virtual_stage; ++before) {
+      const StageChunk at = stage_chunk_of(pipeline, before);
+      first += layers_on_chunk(static_cast<size_t>(at.stage), static_cast<size_t>(at.chunk), PP_EVERY_LAYER_KIND);
+    }
+    const LayerKinds kinds(*view_.model);
+    int64_t of_kind = 0;
+    for (int64_t layer = first; layer < first + recomputed; ++layer) of_kind += kinds.kind_of_layer(layer) == kind;
+    return of_kind;
   }
   // The indices of the LAYER ops named `name` that belong to `kind` (or to every kind).
   std::vector<uint32_t> ops_named_in(std::string_view name, uint32_t kind) const {
