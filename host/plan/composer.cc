@@ -5,6 +5,7 @@
 #include "host/core/checked_math.h"
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
+#include "host/plan/activation_offload.h"
 #include "host/plan/captured_sync_check.h"
 #include "host/plan/strategy_application.h"
 #include "host/plan/workload_builder.h"
@@ -203,6 +204,7 @@ ComposedPlan compose_plan(const Recipe& recipe, const PluginCatalog& catalog, in
         {strategy.name, *strategy.degree, strategy.instance->params().summary(), strategy.added_by_default,
          strategy.instance->params().texts()});
   }
+  add_activation_offload(*composed.plan, recipe.file);
   check_captured_host_syncs(*composed.plan, recipe.file);
   composed.plan->lay_out_mesh(recipe.cluster.mesh_order);
   check_mesh_order(recipe, *composed.plan);

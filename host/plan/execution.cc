@@ -54,6 +54,9 @@ void require_plan_reader(const LoadedPlugin& plugin, const Recipe& recipe, const
   if (paraplan::recompute_num_layers(recipe.training) > 0)
     throw PlanError(before + "partial recomputation (1.6), and would recompute every layer while counting the "
                     "activations of both; drop training.recompute_num_layers or rebuild it against the 1.6 headers");
+  if (paraplan::cpu_offloading_num_layers(recipe.training) > 0)
+    throw PlanError(before + "activation offloading (1.6), and would copy and hold every layer's activations; drop "
+                    "training.cpu_offloading_num_layers or rebuild it against the 1.6 headers");
 }
 
 ResultTree run_executor(const std::string& executor, const Recipe& recipe, const PluginCatalog& catalog,

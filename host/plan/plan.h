@@ -66,8 +66,8 @@ class Plan {
   const std::string& refusal() const { return refusal_; }
   void clear_refusal() { refusal_.clear(); }
 
-  // The workload builder adds ops and items directly (each of a layer kind, or
-  // PP_EVERY_LAYER_KIND); everyone else edits through api().
+  // The host's own passes (the workload builder, activation offload) add ops and items directly
+  // (each of a layer kind, or PP_EVERY_LAYER_KIND); everyone else edits through api().
   void add_workload_op(const pp_op& op, uint32_t layer_kind);
   void add_workload_memory(const pp_memory_item& item, uint32_t layer_kind);
   // A cached workload put back whole (the search builds each one once).

@@ -34,7 +34,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& core_sectio
                  "mamba_heads", "mamba_head_dim", "mamba_state", "mamba_groups", "mamba_conv_kernel", "mtp_layers",
                  "tied_embeddings", "dropout", "rotary_base", "norm_epsilon", "position_embedding", "linear_bias",
                  "activation_clamp"}},
-      {"training", {"global_batch", "micro_batch", "precision", "recompute", "recompute_modules", "recompute_num_layers", "cuda_graph_modules", "optimizer", "master_weights",
+      {"training", {"global_batch", "micro_batch", "precision", "recompute", "recompute_modules", "recompute_num_layers", "cpu_offloading_num_layers", "cuda_graph_modules", "optimizer", "master_weights",
                     "flash_attention", "attention_kernel", "main_grads"}},
       {"cluster", {"hardware", "num_gpus", "gpus_per_node", "mesh_order"}},
   };
@@ -414,6 +414,26 @@ int64_t read_recompute_num_layers(TableReader& reader, const toml::table& table,
   return *layers;
 }
 
+// Megatron-LM's --cpu-offloading-num-layers: the activations of the first N layers copied to host
+// memory and back (host/plan/activation_offload.h). Megatron-LM refuses it with recomputation, and
+// with N at or above the model's layers; a search that would choose recomputation recomputes none.
+int64_t read_cpu_offloading_num_layers(TableReader& reader, const toml::table& table, Recipe& recipe) {
+  const std::optional<int64_t> layers = reader.integer("cpu_offloading_num_layers", limits::kLayers);
+  if (!layers) return 0;
+  const toml::node* node = table.get("cpu_offloading_num_layers");
+  if (*layers >= recipe.model.shape.layers)
+    reader.fail(node, "cpu_offloading_num_layers",
+                "must be less than the model's " + std::to_string(recipe.model.shape.layers) + " layers");
+  std::vector<pp_recompute>& searched = recipe.search.recomputes;
+  const bool recomputes = recipe.training.recompute != PP_RECOMPUTE_NONE ||
+                          std::any_of(searched.begin(), searched.end(), [](pp_recompute mode) { return mode != PP_RECOMPUTE_NONE; });
+  if (recomputes)
+    reader.fail(node, "cpu_offloading_num_layers",
+                "needs recompute = \"none\" (Megatron-LM does not offload activations it recomputes)");
+  if (searched.empty()) searched = {PP_RECOMPUTE_NONE};
+  return *layers;
+}
+
 // Megatron-LM's --cuda-graph-modules names (and "full_iteration", --cuda-graph-impl
 // full_iteration) as pp_cuda_graph_module bits, with the combinations TransformerConfig refuses
 // refused here (megatron/core/transformer/transformer_config.py).
@@ -460,6 +480,7 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
   training.optimizer = optimizer == "sgd" ? PP_OPTIMIZER_SGD : PP_OPTIMIZER_ADAM;
   training.recompute_modules = read_recompute_modules(reader, *table, training, recipe.search);
   training.recompute_num_layers = read_recompute_num_layers(reader, *table, training, recipe.search);
+  training.cpu_offloading_num_layers = read_cpu_offloading_num_layers(reader, *table, recipe);
   training.cuda_graph_modules = read_cuda_graph_modules(reader, *table, recipe.model.shape);
   recipe.flash_attention = reader.boolean("flash_attention").value_or(true);
   if (std::optional<std::string> kernel = reader.choice("attention_kernel", {"tuned", "flash2"})) {

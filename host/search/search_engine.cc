@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "host/core/errors.h"
+#include "host/plan/activation_offload.h"
 #include "host/plan/captured_sync_check.h"
 #include "host/plan/execution.h"
 #include "host/plan/hardware_binding.h"
@@ -30,6 +31,8 @@ constexpr const char* kBatchReason = "batch";
 constexpr const char* kMeshReason = "mesh";
 // A plan that waits for the host inside a captured CUDA graph (host/plan/captured_sync_check.h).
 constexpr const char* kCudaGraphReason = "cuda_graph";
+// A plan that offloads activations as Megatron-LM cannot (host/plan/activation_offload.h).
+constexpr const char* kOffloadReason = "cpu_offloading";
 
 // One unit of work: the degrees of every slot, a micro-batch size and a recompute mode.
 struct WorkItem {
@@ -247,6 +250,7 @@ class Worker {
       composed.strategies.push_back({strategy.plugin().name(), ranked.degrees[level], strategy.params().summary(), false,
                                      strategy.params().texts()});
     }
+    add_activation_offload(*composed.plan, recipe_.file);
     composed.plan->lay_out_mesh(ranked.mesh_order);
     return composed;
   }
@@ -329,6 +333,12 @@ class Worker {
   }
 
   void leaf() {
+    try {
+      add_activation_offload(plan_, recipe_.file);
+    } catch (const PlanError& failure) {
+      reject(kOffloadReason, failure.what(), 1);
+      return;
+    }
     try {
       check_captured_host_syncs(plan_, recipe_.file);
     } catch (const PlanError& failure) {
@@ -569,7 +579,8 @@ SearchResult run_search(const Recipe& recipe, const PluginCatalog& catalog, cons
   const auto start = std::chrono::steady_clock::now();
   SearchResult result;
   result.space = build_search_space(recipe, catalog);
-  // An executor from before 1.6 cannot tell the recomputed layers from the kept ones.
+  // An executor from before 1.6 cannot tell the recomputed layers from the kept ones (nor the
+  // offloaded: require_plan_reader refuses those recipes outright).
   constexpr uint32_t kPartialRecomputeMinor = 6;
   if (catalog.require(settings.executor, PP_KIND_EXECUTOR).abi_minor() < kPartialRecomputeMinor)
     result.space.partial_recompute = false;

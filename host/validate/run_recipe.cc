@@ -156,6 +156,7 @@ std::string run_recipe_text(const MeasuredRun& run) {
   if (!run.cuda_graph_modules.empty()) recipe.raw("cuda_graph_modules", string_array(run.cuda_graph_modules));
   if (run.flash_attention == false) recipe.boolean("flash_attention", false);
   recipe.optional_string("attention_kernel", run.attention_kernel);  // blank: tuned
+  recipe.optional_integer("cpu_offloading_num_layers", run.cpu_offloading_num_layers);  // blank: none
 
   recipe.table("[cluster]");
   recipe.string("hardware", run.hardware_path.empty() ? run.hardware : run.hardware_path);

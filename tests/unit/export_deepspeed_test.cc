@@ -120,5 +120,13 @@ TEST(ExportDeepspeed, PartialRecomputationIsReported) {
   EXPECT_TRUE(mentions(some.unexpressed, "recompute_num_layers = 5"));
 }
 
+// DeepSpeed's cpu_checkpointing moves only recomputed layers' checkpoints: offloaded activations
+// are reported.
+TEST(ExportDeepspeed, ActivationOffloadIsReported) {
+  const ExportResult offloaded = test::export_recipe(
+      kMoe, "deepspeed", {"training.recompute=none", "training.cpu_offloading_num_layers=4"});
+  EXPECT_TRUE(mentions(offloaded.unexpressed, "cpu_offloading_num_layers = 4"));
+}
+
 }  // namespace
 }  // namespace paraplan::host

@@ -29,7 +29,7 @@ const std::set<std::string> kMegatronFlags = {
     "--position-embedding-type", "--normalization", "--swiglu", "--untie-embeddings-and-output-weights",
     // _add_training_args
     "--micro-batch-size", "--global-batch-size", "--recompute-granularity", "--recompute-method", "--recompute-modules",
-    "--recompute-num-layers", "--tp-comm-overlap", "--cuda-graph-impl", "--cuda-graph-modules", "--train-iters", "--log-interval", "--disable-bias-linear",
+    "--recompute-num-layers", "--cpu-offloading-num-layers", "--tp-comm-overlap", "--cuda-graph-impl", "--cuda-graph-modules", "--train-iters", "--log-interval", "--disable-bias-linear",
     "--optimizer", "--sequence-parallel", "--no-gradient-accumulation-fusion", "--use-flash-attn",
     // _add_learning_rate_args
     "--lr",
@@ -270,6 +270,18 @@ TEST(ExportMegatron, PartialRecomputationAsTheBlockMethod) {
   EXPECT_EQ(value(some.script, "--recompute-num-layers"), "7");
   EXPECT_TRUE(some.unexpressed.empty());
   expect_real_flags(some.script);
+}
+
+// Activation offloading as Megatron-LM's --cpu-offloading-num-layers (arguments.py turns
+// cpu_offloading on when it is set).
+TEST(ExportMegatron, ActivationOffloadAsCpuOffloadingLayers) {
+  const Export offloaded = export_file("recipes/scenarios/seed5-llama2-7b-fsdp3-scaling.toml",
+                                       {"training.recompute=none", "training.cpu_offloading_num_layers=8"});
+  EXPECT_EQ(value(offloaded.script, "--cpu-offloading-num-layers"), "8");
+  EXPECT_FALSE(has(offloaded.script, "--recompute-granularity"));
+  EXPECT_TRUE(offloaded.unexpressed.empty());
+  expect_real_flags(offloaded.script);
+  EXPECT_FALSE(has(export_file("recipes/scenarios/seed5-llama2-7b-fsdp3-scaling.toml").script, "--cpu-offloading-num-layers"));
 }
 
 // The attention kernel as Megatron-LM's --attention-backend (AttnBackend): the tuned kernel is

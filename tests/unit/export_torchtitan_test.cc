@@ -131,6 +131,10 @@ TEST(ExportTorchtitan, PartialRecomputationIsReported) {
   const ExportResult some =
       test::export_recipe(kMoe, "torchtitan", {"training.recompute=full", "training.recompute_num_layers=3"});
   EXPECT_TRUE(mentions(some.unexpressed, "recompute_num_layers = 3"));
+  // Nor does it offload activations to host memory.
+  const ExportResult offloaded =
+      test::export_recipe(kMoe, "torchtitan", {"training.recompute=none", "training.cpu_offloading_num_layers=4"});
+  EXPECT_TRUE(mentions(offloaded.unexpressed, "cpu_offloading_num_layers = 4"));
 }
 
 // Group-limited routing is in none of torchtitan's job-config keys the export writes (a model's

@@ -84,18 +84,18 @@ TEST(PartialRecompute, AChunksFirstLayersInTheModelsOrder) {
     (name == "mla+dense" ? dense : name == "mla+moe" ? moe : mtp) = i;
   }
   using paraplan::LayerShare;
-  EXPECT_EQ(by_four.layers_on_chunk(0, 0, dense, LayerShare::kRecomputed), 3);
-  EXPECT_EQ(by_four.layers_on_chunk(0, 0, moe, LayerShare::kRecomputed), 1);
-  EXPECT_EQ(by_four.layers_on_chunk(0, 0, moe, LayerShare::kKept), 0);
-  EXPECT_EQ(by_three.layers_on_chunk(0, 0, dense, LayerShare::kRecomputed), 3);
-  EXPECT_EQ(by_three.layers_on_chunk(0, 0, moe, LayerShare::kRecomputed), 0);
-  EXPECT_EQ(by_three.layers_on_chunk(0, 0, moe, LayerShare::kKept), 1);
+  EXPECT_EQ(by_four.layers_on_chunk(0, 0, dense, LayerShare::kFirst), 3);
+  EXPECT_EQ(by_four.layers_on_chunk(0, 0, moe, LayerShare::kFirst), 1);
+  EXPECT_EQ(by_four.layers_on_chunk(0, 0, moe, LayerShare::kRest), 0);
+  EXPECT_EQ(by_three.layers_on_chunk(0, 0, dense, LayerShare::kFirst), 3);
+  EXPECT_EQ(by_three.layers_on_chunk(0, 0, moe, LayerShare::kFirst), 0);
+  EXPECT_EQ(by_three.layers_on_chunk(0, 0, moe, LayerShare::kRest), 1);
   // Stage 1 holds 20 MoE layers; stage 3 holds 17 and the MTP module last, which is kept.
-  EXPECT_EQ(by_three.layers_on_chunk(1, 0, moe, LayerShare::kRecomputed), 3);
-  EXPECT_EQ(by_three.layers_on_chunk(1, 0, moe, LayerShare::kKept), 17);
-  EXPECT_EQ(by_three.layers_on_chunk(3, 0, moe, LayerShare::kRecomputed), 3);
-  EXPECT_EQ(by_three.layers_on_chunk(3, 0, mtp, LayerShare::kRecomputed), 0);
-  EXPECT_EQ(by_three.layers_on_chunk(3, 0, mtp, LayerShare::kKept), 1);
+  EXPECT_EQ(by_three.layers_on_chunk(1, 0, moe, LayerShare::kFirst), 3);
+  EXPECT_EQ(by_three.layers_on_chunk(1, 0, moe, LayerShare::kRest), 17);
+  EXPECT_EQ(by_three.layers_on_chunk(3, 0, moe, LayerShare::kFirst), 3);
+  EXPECT_EQ(by_three.layers_on_chunk(3, 0, mtp, LayerShare::kFirst), 0);
+  EXPECT_EQ(by_three.layers_on_chunk(3, 0, mtp, LayerShare::kRest), 1);
 }
 
 TEST(PartialRecompute, ARecipeMustRecomputeFullyAndNameALayer) {

@@ -24,7 +24,7 @@ pp_model gpt(int64_t layers, int64_t hidden, int64_t heads, int64_t vocab, int64
 }
 
 pp_training training(int64_t micro_batch, pp_recompute recompute) {
-  return pp_training{sizeof(pp_training), micro_batch, micro_batch, PP_PRECISION_BF16, recompute, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0};
+  return pp_training{sizeof(pp_training), micro_batch, micro_batch, PP_PRECISION_BF16, recompute, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0};
 }
 
 double layer_activation_bytes(const Plan& plan) {

@@ -34,7 +34,9 @@ struct Block {
   Part part;
   int64_t micro_batch;
   bool last_backward;  // the stage's last backward (or weight-gradient) pass over this chunk
-  bool recomputed;     // a LAYER block that re-runs its forward in backward (PlanView::op_share)
+  // A LAYER block's share of its chunk's layers (PlanView::op_share): among the first ones set
+  // apart (recomputed or offloaded) or the rest; kAll when every layer is treated alike.
+  paraplan::LayerShare share;
 };
 
 class StageBuilder {
@@ -172,12 +174,14 @@ class StageBuilder {
       const int64_t count = c_.chunk_layers[static_cast<size_t>(stage_)][static_cast<size_t>(step.chunk)];
       std::vector<Block> order;
       if (holds(PP_SCOPE_EMBEDDING, step.chunk))
-        order.push_back({index, PP_SCOPE_EMBEDDING, -1, PP_EVERY_LAYER_KIND, part, step.micro_batch, last, false});
+        order.push_back({index, PP_SCOPE_EMBEDDING, -1, PP_EVERY_LAYER_KIND, part, step.micro_batch, last,
+                         paraplan::LayerShare::kAll});
       for (int64_t layer = first; layer < first + count; ++layer)
         order.push_back({index, PP_SCOPE_LAYER, layer, c_.layer_kind[static_cast<size_t>(layer)], part, step.micro_batch, last,
-                         recomputes(layer - first)});
+                         share_of(layer - first)});
       if (holds(PP_SCOPE_HEAD, step.chunk))
-        order.push_back({index, PP_SCOPE_HEAD, -1, PP_EVERY_LAYER_KIND, part, step.micro_batch, last, false});
+        order.push_back({index, PP_SCOPE_HEAD, -1, PP_EVERY_LAYER_KIND, part, step.micro_batch, last,
+                         paraplan::LayerShare::kAll});
       if (part != Part::kForward) std::reverse(order.begin(), order.end());
       blocks_.insert(blocks_.end(), order.begin(), order.end());
     }
@@ -195,28 +199,39 @@ class StageBuilder {
     return kept;
   }
 
-  // Whether the layer at `position` in its chunk (0: the first) re-runs its forward in backward:
-  // every layer, or under partial recomputation the chunk's first recompute_num_layers.
-  bool recomputes(int64_t position) const {
-    const int64_t partial = paraplan::recompute_num_layers(c_.plan.training());
-    return partial == 0 || position < partial;
+  // The share of the layer at `position` in its chunk (0: the first): the chunk's first
+  // first_layers_apart are set apart from the rest (recomputed or offloaded).
+  paraplan::LayerShare share_of(int64_t position) const {
+    const int64_t apart = paraplan::first_layers_apart(c_.plan.training());
+    if (apart == 0) return paraplan::LayerShare::kAll;
+    return position < apart ? paraplan::LayerShare::kFirst : paraplan::LayerShare::kRest;
+  }
+  // The ops of `ops` a block of `share` runs: those of every layer and those of its share.
+  std::vector<uint32_t> of_share(std::vector<uint32_t> ops, paraplan::LayerShare share) const {
+    if (share == paraplan::LayerShare::kAll) return ops;
+    std::erase_if(ops, [&](uint32_t op) {
+      const paraplan::LayerShare runs_on = c_.plan.op_share(op);
+      return runs_on != paraplan::LayerShare::kAll && runs_on != share;
+    });
+    return ops;
   }
 
   // The ops a block runs in its phase, in execution order: its scope's, of its layer's kind.
   const std::vector<uint32_t>& block_ops(const Block& block) {
     const size_t scope = static_cast<size_t>(block.scope - 1), part = static_cast<size_t>(block.part);
-    auto [found, inserted] = block_ops_.try_emplace(block_key(block.scope, block.kind, part, block.recomputed));
+    auto [found, inserted] = block_ops_.try_emplace(block_key(block.scope, block.kind, part, block.share));
     std::vector<uint32_t>& ops = found->second;
     if (!inserted) return ops;
-    if (block.part == Part::kForward) return ops = of_kind(c_.ops.per_micro_batch[scope][0], block.kind);
-    if (block.part != Part::kWeightGradient && (block.recomputed || block.scope != PP_SCOPE_LAYER))
-      ops = of_kind(c_.ops.per_micro_batch[scope][2], block.kind);  // recompute first
-    const std::vector<uint32_t> backward = of_kind(c_.ops.per_micro_batch[scope][1], block.kind);
+    if (block.part == Part::kForward) return ops = of_share(of_kind(c_.ops.per_micro_batch[scope][0], block.kind), block.share);
+    if (block.part != Part::kWeightGradient)
+      ops = of_share(of_kind(c_.ops.per_micro_batch[scope][2], block.kind), block.share);  // recompute first
+    const std::vector<uint32_t> backward = of_share(of_kind(c_.ops.per_micro_batch[scope][1], block.kind), block.share);
     ops.insert(ops.end(), backward.rbegin(), backward.rend());
     return ops;
   }
-  static uint64_t block_key(pp_scope scope, uint32_t kind, size_t part, bool recomputed) {
-    return uint64_t{recomputed} << 40 | uint64_t{kind} << 8 | uint64_t{static_cast<uint32_t>(scope)} << 4 | part;
+  static uint64_t block_key(pp_scope scope, uint32_t kind, size_t part, paraplan::LayerShare share) {
+    return uint64_t{static_cast<uint32_t>(share)} << 40 | uint64_t{kind} << 8 |
+           uint64_t{static_cast<uint32_t>(scope)} << 4 | part;
   }
 
   // Labels are the same for every micro-batch: built once per op (or op range) and block.
@@ -332,9 +347,9 @@ class StageBuilder {
     if (block.scope != PP_SCOPE_LAYER) return;
     double seconds = 0;
     if (block.part == Part::kForward) {
-      seconds = host_wait(block.kind, PP_PHASE_FORWARD);
+      seconds = host_wait(block.kind, PP_PHASE_FORWARD, block.share);
     } else {
-      seconds = host_wait(block.kind, PP_PHASE_BACKWARD) + (block.recomputed ? host_wait(block.kind, PP_PHASE_RECOMPUTE) : 0.0);
+      seconds = host_wait(block.kind, PP_PHASE_BACKWARD, block.share) + host_wait(block.kind, PP_PHASE_RECOMPUTE, block.share);
       if (block.part != Part::kBackward) seconds *= 0.5;
     }
     if (seconds <= 0) return;
@@ -346,13 +361,15 @@ class StageBuilder {
     idle.label = intern(std::string("host wait ") + part_word(block.part) + " " + block_name(block));
     on_path(idle);
   }
-  double host_wait(uint32_t kind, pp_phase phase) {
-    auto [found, inserted] = host_waits_.try_emplace(uint64_t{kind} << 8 | static_cast<uint32_t>(phase), 0.0);
+  double host_wait(uint32_t kind, pp_phase phase, paraplan::LayerShare share) {
+    auto [found, inserted] = host_waits_.try_emplace(
+        uint64_t{static_cast<uint32_t>(share)} << 40 | uint64_t{kind} << 8 | static_cast<uint32_t>(phase), 0.0);
     if (inserted) {
       const auto on_stream = [&](size_t op) {
         return paraplan::issue::holds_compute_stream(c_.plan.ops()[op]) ? c_.ops.seconds[op] : 0.0;
       };
-      found->second = paraplan::issue::idle_s(paraplan::issue::layer_pass(c_.plan, c_.profile, kind, phase, on_stream));
+      found->second =
+          paraplan::issue::idle_s(paraplan::issue::layer_pass(c_.plan, c_.profile, kind, phase, on_stream, share));
     }
     return found->second;
   }

@@ -24,13 +24,11 @@ struct Sums {
 enum FixedSlot { kEmbedding, kHead, kStep, kFirstLayerSlot };
 using SlotSums = std::vector<std::array<Sums, kBucketCount>>;
 
-const paraplan::LayerShare kShares[] = {paraplan::LayerShare::kAll, paraplan::LayerShare::kRecomputed,
-                                        paraplan::LayerShare::kKept};
 
 // The plan's slots: the fixed ones, then each share's layer slots.
 struct SlotLayout {
   explicit SlotLayout(const paraplan::PlanView& plan)
-      : per_share(1 + size_t{plan.raw().layer_kind_count}), shares(plan.partially_recomputed() ? 3 : 1) {}
+      : per_share(1 + size_t{plan.raw().layer_kind_count}), shares(plan.splits_layers() ? 3 : 1) {}
   size_t count() const { return kFirstLayerSlot + shares * per_share; }
   size_t of(pp_scope scope, uint32_t kind, paraplan::LayerShare share = paraplan::LayerShare::kAll) const {
     switch (scope) {
@@ -80,7 +78,7 @@ StageShape shape_of(const paraplan::PlanView& plan, const SlotLayout& slots, siz
   shape[kHead] = plan.multiplicity(PP_SCOPE_HEAD, PP_EVERY_LAYER_KIND, stage);
   shape[kStep] = 1.0;
   for (size_t s = 0; s < slots.shares; ++s) {
-    const paraplan::LayerShare share = kShares[s];
+    const paraplan::LayerShare share = static_cast<paraplan::LayerShare>(s);
     shape[slots.of(PP_SCOPE_LAYER, PP_EVERY_LAYER_KIND, share)] =
         plan.multiplicity(PP_SCOPE_LAYER, PP_EVERY_LAYER_KIND, stage, share);
     for (uint32_t kind = 0; kind < kinds; ++kind)
@@ -129,17 +127,15 @@ std::vector<IssuedPass> issued_passes(const paraplan::PlanView& plan, const Slot
   const auto on_stream = [&](size_t op) { return compute_stream_s(plan, seconds, op); };
   const uint32_t kinds = plan.raw().layer_kind_count;
   for (uint32_t kind = kinds == 0 ? PP_EVERY_LAYER_KIND : 0; kinds == 0 || kind < kinds; ++kind) {
-    for (pp_phase phase : {PP_PHASE_FORWARD, PP_PHASE_BACKWARD, PP_PHASE_RECOMPUTE}) {
-      const paraplan::LayerShare share = phase == PP_PHASE_RECOMPUTE && plan.partially_recomputed()
-                                             ? paraplan::LayerShare::kRecomputed
-                                             : paraplan::LayerShare::kAll;
-      IssuedPass pass{slots.of(PP_SCOPE_LAYER, kind, share), phase == PP_PHASE_FORWARD ? kForward : kBackward,
-                      paraplan::issue::layer_pass(plan, profile, kind, phase, on_stream), {}};
-      if (pass.ops.empty()) continue;
-      for (size_t i = 0; i < pass.ops.size(); ++i)
-        if (pass.ops[i].communicates) pass.communicating.push_back(i);
-      passes.push_back(std::move(pass));
-    }
+    for (paraplan::LayerShare share : layer_shares(plan))
+      for (pp_phase phase : {PP_PHASE_FORWARD, PP_PHASE_BACKWARD, PP_PHASE_RECOMPUTE}) {
+        IssuedPass pass{slots.of(PP_SCOPE_LAYER, kind, share), phase == PP_PHASE_FORWARD ? kForward : kBackward,
+                        paraplan::issue::layer_pass(plan, profile, kind, phase, on_stream, share), {}};
+        if (pass.ops.empty()) continue;
+        for (size_t i = 0; i < pass.ops.size(); ++i)
+          if (pass.ops[i].communicates) pass.communicating.push_back(i);
+        passes.push_back(std::move(pass));
+      }
     if (kinds == 0) break;
   }
   return passes;

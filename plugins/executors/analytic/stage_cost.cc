@@ -111,12 +111,12 @@ StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v
   }
   const uint32_t kinds = plan.raw().layer_kind_count;
   for (uint32_t kind = kinds == 0 ? PP_EVERY_LAYER_KIND : 0; kinds == 0 || kind < kinds; ++kind) {
-    const double layers = plan.multiplicity(PP_SCOPE_LAYER, kind, stage);
-    if (layers > 0) {
-      cost.forward.host_wait_s += layers * paraplan::issue::host_wait_s(plan, hardware, kind, PP_PHASE_FORWARD);
-      cost.backward.host_wait_s += layers * paraplan::issue::host_wait_s(plan, hardware, kind, PP_PHASE_BACKWARD);
-      const double recomputed = plan.multiplicity(PP_SCOPE_LAYER, kind, stage, paraplan::LayerShare::kRecomputed);
-      cost.backward.host_wait_s += recomputed * paraplan::issue::host_wait_s(plan, hardware, kind, PP_PHASE_RECOMPUTE);
+    for (paraplan::LayerShare share : layer_shares(plan)) {
+      const double layers = plan.multiplicity(PP_SCOPE_LAYER, kind, stage, share);
+      if (layers <= 0) continue;
+      cost.forward.host_wait_s += layers * paraplan::issue::host_wait_s(plan, hardware, kind, PP_PHASE_FORWARD, nullptr, share);
+      for (pp_phase phase : {PP_PHASE_BACKWARD, PP_PHASE_RECOMPUTE})
+        cost.backward.host_wait_s += layers * paraplan::issue::host_wait_s(plan, hardware, kind, phase, nullptr, share);
     }
     if (kinds == 0) break;
   }

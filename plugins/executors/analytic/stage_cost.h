@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "paraplan/cost_model.hpp"
 #include "paraplan/hardware.h"
@@ -37,6 +38,12 @@ inline double step_s(double micro_batches, double pace_s, double bubble_fraction
 // Overlapped communication that slows no compute: a transfer to host memory runs on the copy
 // engines, not on SMs (the simulator runs it on its host stream, beside nothing it slows).
 inline bool uncontended(const pp_op& op) { return op.kind == PP_OP_HOST_TRANSFER && op.overlap == PP_OVERLAP_COMPUTE; }
+// The shares of a chunk's layers that run different passes: the first ones set apart and the
+// rest, or all alike (PlanView::op_share).
+inline std::vector<paraplan::LayerShare> layer_shares(const paraplan::PlanView& plan) {
+  if (plan.splits_layers()) return {paraplan::LayerShare::kFirst, paraplan::LayerShare::kRest};
+  return {paraplan::LayerShare::kAll};
+}
 // A GPU's memory: model state, activations of its micro-batches in flight, the rest, and the
 // runtime overhead every GPU loses.
 inline double memory_bytes(double state_bytes, double activations_per_micro_batch, double in_flight, double other_bytes,

@@ -191,6 +191,12 @@ class DeepSpeed : public paraplan::Exporter {
                             "(activation_checkpointing); left off, flash attention recomputes the attention core");
     }
 
+    if (const int64_t offloaded = paraplan::cpu_offloading_num_layers(training); offloaded > 0)
+      unexpressed.push_back("cpu_offloading_num_layers = " + std::to_string(offloaded) +
+                            ": DeepSpeed offloads only the checkpoints of recomputed layers "
+                            "(activation_checkpointing.cpu_checkpointing), not a layer's activations; the job "
+                            "holds them on the GPU, more memory than was evaluated");
+
     // tensor, sequence and context parallelism
     const auto* tp_strategy = context.strategy(PP_STRATEGY_TP);
     const auto* sp = context.strategy(PP_STRATEGY_SP);

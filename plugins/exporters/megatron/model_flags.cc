@@ -17,6 +17,7 @@
 //                al.), with --recompute-modules when the recipe names others; full:
 //                --recompute-granularity full --recompute-method uniform --recompute-num-layers 1 (every layer's input kept, the layer recomputed);
 //                of some layers (recompute_num_layers N): --recompute-method block --recompute-num-layers N
+//   cpu_offloading_num_layers N: --cpu-offloading-num-layers N (activations to host memory and back)
 //   CUDA graphs  cuda_graph_modules: --cuda-graph-impl full_iteration, or --cuda-graph-impl
 //                transformer_engine --cuda-graph-modules <the modules> (TransformerConfig's
 //                cuda_graph_impl and cuda_graph_modules)
@@ -150,6 +151,9 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
     out.recompute.add("--recompute-method", partial > 0 ? "block" : "uniform");
     out.recompute.add("--recompute-num-layers", partial > 0 ? partial : 1);
   }
+  // Setting it turns on cpu_offloading (arguments.py); TransformerConfig checks the rest.
+  if (const int64_t offloaded = paraplan::cpu_offloading_num_layers(training); offloaded > 0)
+    out.recompute.add("--cpu-offloading-num-layers", offloaded);
 
   const uint32_t graphs = paraplan::issue::cuda_graph_modules(training);
   if (graphs & PP_CUDA_GRAPH_FULL_ITERATION) {

@@ -332,6 +332,10 @@ class Torchtitan : public paraplan::Exporter {
         checkpointing.set("mode", std::string("none"));
         break;
     }
+    if (const int64_t offloaded = paraplan::cpu_offloading_num_layers(training); offloaded > 0)
+      unexpressed.push_back("cpu_offloading_num_layers = " + std::to_string(offloaded) +
+                            ": torchtitan does not offload activations to host memory; the job holds the "
+                            "offloaded layers' activations on the GPU, more memory than was evaluated");
     if (paraplan::issue::cuda_graph_modules(training) != 0)
       unexpressed.push_back("cuda_graph_modules: torchtitan has no CUDA graphs of Megatron-LM's modules; the job "
                             "issues the ops the plan replays from graphs eagerly (slower where the host bounds it)");

@@ -204,6 +204,12 @@ typedef struct pp_training {
    * (Megatron-LM's --recompute-method block --recompute-num-layers N). 0 = every layer. Read only
    * when struct_size covers it (paraplan::recompute_num_layers). */
   int64_t recompute_num_layers;
+  /* ABI 1.6: the activations of each pipeline chunk's first N layers are copied to host memory in
+   * the forward pass and back in the backward pass, beside the compute (Megatron-LM's
+   * --cpu-offloading-num-layers N, Transformer Engine's cpu_offload.py); 0 = none. Megatron-LM
+   * offloads without pipeline parallelism or recomputation only. Read only when struct_size
+   * covers it (paraplan::cpu_offloading_num_layers). */
+  int64_t cpu_offloading_num_layers;
 } pp_training;
 
 typedef struct pp_cluster {

@@ -341,6 +341,21 @@ inline int64_t recompute_num_layers(const pp_training& training) {
   return std::max<int64_t>(0, training.recompute_num_layers);
 }
 
+// How many layers of each pipeline chunk copy their activations to host memory and back
+// (pp_training.cpu_offloading_num_layers): the chunk's first N; 0 for none or an older host.
+inline int64_t cpu_offloading_num_layers(const pp_training& training) {
+  if (training.struct_size < offsetof(pp_training, cpu_offloading_num_layers) + sizeof(int64_t)) return 0;
+  return std::max<int64_t>(0, training.cpu_offloading_num_layers);
+}
+
+// The layers of each chunk treated apart from the rest, the chunk's first N: recomputed under
+// partial recomputation, offloaded under activation offloading (Megatron-LM allows one or the
+// other); 0 when every layer is treated alike.
+inline int64_t first_layers_apart(const pp_training& training) {
+  const int64_t offloaded = cpu_offloading_num_layers(training);
+  return offloaded > 0 ? offloaded : recompute_num_layers(training);
+}
+
 // Megatron-LM's --recompute-modules names of the pp_recompute_module bits, in bit order: the
 // recipe's `recompute_modules` and what the Megatron exporter writes.
 struct RecomputeModuleName {
@@ -480,8 +495,9 @@ inline std::string beyond_uniform_transformer(const pp_model& model, bool writes
 }
 
 // Which of a chunk's layers an op or memory item of scope LAYER counts on (PlanView::op_share):
-// all of them, or under partial recomputation the recomputed or the kept ones.
-enum class LayerShare { kAll, kRecomputed, kKept };
+// all of them, or where the chunk's first N layers are set apart (first_layers_apart: partially
+// recomputed or offloaded) those first ones or the rest.
+enum class LayerShare { kAll, kFirst, kRest };
 
 // A read-only plan snapshot with spans instead of pointer+count pairs.
 class PlanView {
@@ -541,11 +557,11 @@ class PlanView {
     }
     return view_.layer_counts[virtual_stage * kinds + kind];
   }
-  // Without partial recomputation every share is all of them.
+  // With no layers set apart every share is all of them.
   int64_t layers_on_chunk(size_t stage, size_t chunk, uint32_t kind, LayerShare share) const {
-    if (share == LayerShare::kAll || !partially_recomputed()) return layers_on_chunk(stage, chunk, kind);
-    const int64_t recomputed = recomputed_layers_on_chunk(stage, chunk, kind);
-    return share == LayerShare::kRecomputed ? recomputed : layers_on_chunk(stage, chunk, kind) - recomputed;
+    if (share == LayerShare::kAll || !splits_layers()) return layers_on_chunk(stage, chunk, kind);
+    const int64_t first = first_layers_on_chunk(stage, chunk, kind);
+    return share == LayerShare::kFirst ? first : layers_on_chunk(stage, chunk, kind) - first;
   }
   int64_t layers_on_stage(size_t stage, uint32_t kind, LayerShare share = LayerShare::kAll) const {
     int64_t total = 0;
@@ -565,20 +581,26 @@ class PlanView {
     }
     return 0.0;
   }
-  // Partial recomputation (paraplan::recompute_num_layers > 0) splits each chunk's layers in two:
-  // the first N re-run their forward (the RECOMPUTE ops) and keep only their input
-  // (PP_MEMORY_ACT_LAYER_INPUT); the others keep every other activation item and recompute
-  // nothing. Which of a chunk's layers an op or item counts on:
+  // Each chunk's first N layers set apart (paraplan::first_layers_apart > 0) split its layers in
+  // two. Partial recomputation: the first N re-run their forward (the RECOMPUTE ops) and keep
+  // only their input (PP_MEMORY_ACT_LAYER_INPUT); the others keep every other activation item and
+  // recompute nothing. Activation offloading: the first N copy their activations out and back
+  // (PP_OP_ACTIVATION_OFFLOAD, _RELOAD) and hold none of them at the peak, which Transformer
+  // Engine's schedule keeps to the other layers' activations (cpu_offload.py); the others keep
+  // theirs. Which of a chunk's layers an op or item counts on:
   LayerShare op_share(size_t op) const {
-    return partially_recomputed() && view_.ops[op].scope == PP_SCOPE_LAYER && view_.ops[op].phase == PP_PHASE_RECOMPUTE
-               ? LayerShare::kRecomputed
-               : LayerShare::kAll;
+    const pp_op& held = view_.ops[op];
+    if (!splits_layers() || held.scope != PP_SCOPE_LAYER) return LayerShare::kAll;
+    const bool offload = std::string_view(held.name) == PP_OP_ACTIVATION_OFFLOAD ||
+                         std::string_view(held.name) == PP_OP_ACTIVATION_RELOAD;
+    return offload || held.phase == PP_PHASE_RECOMPUTE ? LayerShare::kFirst : LayerShare::kAll;
   }
   LayerShare memory_share(size_t item) const {
     const pp_memory_item& held = view_.memory[item];
-    if (!partially_recomputed() || held.scope != PP_SCOPE_LAYER || held.kind != PP_MEMORY_ACTIVATIONS)
+    if (!splits_layers() || held.scope != PP_SCOPE_LAYER || held.kind != PP_MEMORY_ACTIVATIONS)
       return LayerShare::kAll;
-    return std::string_view(held.name) == PP_MEMORY_ACT_LAYER_INPUT ? LayerShare::kRecomputed : LayerShare::kKept;
+    if (cpu_offloading_num_layers(*view_.training) > 0) return LayerShare::kRest;
+    return std::string_view(held.name) == PP_MEMORY_ACT_LAYER_INPUT ? LayerShare::kFirst : LayerShare::kRest;
   }
   // How often op `op` or item `item` counts on `stage` per micro-batch (multiplicity, its share).
   double op_multiplicity(size_t op, size_t stage) const {
@@ -587,12 +609,12 @@ class PlanView {
   double memory_multiplicity(size_t item, size_t stage) const {
     return multiplicity(view_.memory[item].scope, view_.memory_layer_kinds[item], stage, memory_share(item));
   }
-  bool partially_recomputed() const { return recompute_num_layers(*view_.training) > 0; }
-  // The layers of `kind` among the first `recompute_num_layers` of a chunk, walking the chunk's
-  // layers in the model's order (the virtual stages hold consecutive layers, in virtual-stage order).
-  int64_t recomputed_layers_on_chunk(size_t stage, size_t chunk, uint32_t kind) const {
+  bool splits_layers() const { return first_layers_apart(*view_.training) > 0; }
+  // The layers of `kind` among a chunk's first first_layers_apart, walking the chunk's layers in
+  // the model's order (the virtual stages hold consecutive layers, in virtual-stage order).
+  int64_t first_layers_on_chunk(size_t stage, size_t chunk, uint32_t kind) const {
     const int64_t held = layers_on_chunk(stage, chunk, PP_EVERY_LAYER_KIND);
-    const int64_t recomputed = std::min(held, recompute_num_layers(*view_.training));
+    const int64_t recomputed = std::min(held, first_layers_apart(*view_.training));
     if (recomputed == 0 || kind == PP_EVERY_LAYER_KIND) return recomputed;
     const pp_pipeline& pipeline = *view_.pipeline;
     const int64_t virtual_stage = virtual_stage_of(pipeline, static_cast<int64_t>(stage), static_cast<int64_t>(chunk));

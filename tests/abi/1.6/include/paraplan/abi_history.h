@@ -29,7 +29,7 @@
  *        pp_dtype += MXFP8, NVFP4; pp_hardware_profile += peak_flops_mxfp8, peak_flops_nvfp4,
  *        host_op_overhead_s, attention_efficiency_flash2, overlap_compute_slowdown; pp_training +=
  *        recompute_modules, cuda_graph_modules, master_weights, attention_kernel,
- *        recompute_num_layers
+ *        recompute_num_layers, cpu_offloading_num_layers
  */
 #ifndef PARAPLAN_ABI_HISTORY_H
 #define PARAPLAN_ABI_HISTORY_H

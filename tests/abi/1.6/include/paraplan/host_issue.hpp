@@ -177,16 +177,20 @@ inline double gpu_time(const PlanView& plan, const pp_hardware_binding_v1& hardw
 
 // The ops one layer of `kind` runs in `phase` (FORWARD, BACKWARD or RECOMPUTE), in plan order,
 // each op's time on the compute stream given by `gpu_seconds(index)` (an executor that has
-// priced its ops already passes its table).
+// priced its ops already passes its table). `share`: a layer among its chunk's first ones set
+// apart (LayerShare::kFirst) or the others (kRest) runs only its share's ops (PlanView::op_share);
+// kAll lists every op.
 template <typename GpuSeconds>
 std::vector<IssuedOp> layer_pass(const PlanView& plan, const pp_hardware_profile& profile, uint32_t kind,
-                                 pp_phase phase, GpuSeconds gpu_seconds) {
+                                 pp_phase phase, GpuSeconds gpu_seconds, LayerShare share = LayerShare::kAll) {
   const uint32_t modules = cuda_graph_modules(plan.training());
   const LayerBlocks blocks = layer_blocks(plan, kind);
   std::vector<IssuedOp> ops;
   for (size_t i = 0; i < plan.ops().size(); ++i) {
     const pp_op& op = plan.ops()[i];
     if (op.phase != phase || !in_layer(plan, i, kind)) continue;
+    const LayerShare runs_on = plan.op_share(i);
+    if (share != LayerShare::kAll && runs_on != LayerShare::kAll && runs_on != share) continue;
     IssuedOp issued;
     issued.host_s = issue_time(profile, modules, op, blocks);
     issued.gpu_s = gpu_seconds(i);
@@ -199,17 +203,19 @@ std::vector<IssuedOp> layer_pass(const PlanView& plan, const pp_hardware_profile
 }
 
 inline std::vector<IssuedOp> layer_pass(const PlanView& plan, const pp_hardware_binding_v1& hardware, uint32_t kind,
-                                        pp_phase phase, const int64_t* strides = nullptr) {
-  return layer_pass(plan, *hardware.profile, kind, phase,
-                    [&](size_t index) { return gpu_time(plan, hardware, plan.ops()[index], strides); });
+                                        pp_phase phase, const int64_t* strides = nullptr,
+                                        LayerShare share = LayerShare::kAll) {
+  return layer_pass(
+      plan, *hardware.profile, kind, phase,
+      [&](size_t index) { return gpu_time(plan, hardware, plan.ops()[index], strides); }, share);
 }
 
-// What the host adds to one layer of `kind` in `phase`: the GPU's idle time, 0 when issuing is
-// free or the host keeps ahead.
+// What the host adds to one layer of `kind` (of `share`) in `phase`: the GPU's idle time, 0 when
+// issuing is free or the host keeps ahead.
 inline double host_wait_s(const PlanView& plan, const pp_hardware_binding_v1& hardware, uint32_t kind, pp_phase phase,
-                          const int64_t* strides = nullptr) {
+                          const int64_t* strides = nullptr, LayerShare share = LayerShare::kAll) {
   if (host_op_overhead_s(*hardware.profile) <= 0) return 0.0;
-  return idle_s(layer_pass(plan, hardware, kind, phase, strides));
+  return idle_s(layer_pass(plan, hardware, kind, phase, strides, share));
 }
 
 }  // namespace paraplan::issue

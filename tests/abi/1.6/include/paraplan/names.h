@@ -61,6 +61,12 @@
  * memory op of no bytes, in the forward (and recompute) pass only; ep removes it where routing
  * is drop-and-pad, whose sizes are known in advance. See host_issue.hpp. */
 #define PP_OP_HOST_SYNC "host_sync"
+/* ABI 1.6: with pp_training.cpu_offloading_num_layers, the copies of an offloaded layer's
+ * activations: to host memory in the forward pass, back in the backward pass (HOST_TRANSFER ops
+ * of scope LAYER overlapped with compute, sized from the layer's activation items once the
+ * strategies have sharded them; the host adds them after the last strategy). */
+#define PP_OP_ACTIVATION_OFFLOAD "activation_offload"
+#define PP_OP_ACTIVATION_RELOAD "activation_reload"
 /* ABI 1.6: the passes a model's own features add (pp_layer_kind.linear_bias, activation_clamp,
  * pp_model.position_embedding), each as Megatron-Core runs it: the rotary embedding of Q and K,
  * fused or eager; a clamped GLU's eager clamps and concatenation ahead of its activation (dense
