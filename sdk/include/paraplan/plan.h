@@ -22,6 +22,9 @@
  *                    "attention_scores" and "attention_context" (heads stacked in m), plus
  *                    "attention_softmax", the scores' trips through memory; with FP8 GEMMs the
  *                    casts "fp8_cast_seq", "fp8_cast_tensor" and "fp8_cast_expert"
+ *                    and, added by the host after the last strategy when the recipe offloads
+ *                    activations, "activation_offload" (FORWARD) and "activation_reload"
+ *                    (BACKWARD), HOST_TRANSFER ops (names.h)
  *   scope HEAD:      "final_norm", "logits", "loss"
  *   and "optimizer_step" (phase STEP, frequency PER_STEP) in scopes EMBEDDING, LAYER and HEAD,
  *   each updating the parameters of its scope
