@@ -614,18 +614,18 @@ class PlanView {
   // the model's order (the virtual stages hold consecutive layers, in virtual-stage order).
   int64_t first_layers_on_chunk(size_t stage, size_t chunk, uint32_t kind) const {
     const int64_t held = layers_on_chunk(stage, chunk, PP_EVERY_LAYER_KIND);
-    const int64_t recomputed = std::min(held, first_layers_apart(*view_.training));
-    if (recomputed == 0 || kind == PP_EVERY_LAYER_KIND) return recomputed;
+    const int64_t apart = std::min(held, first_layers_apart(*view_.training));
+    if (apart == 0 || kind == PP_EVERY_LAYER_KIND) return apart;
     const pp_pipeline& pipeline = *view_.pipeline;
     const int64_t virtual_stage = virtual_stage_of(pipeline, static_cast<int64_t>(stage), static_cast<int64_t>(chunk));
-    int64_t first = 0;
+    int64_t chunk_start = 0;  // the model index of the chunk's first layer
     for (int64_t before = 0; before < virtual_stage; ++before) {
       const StageChunk at = stage_chunk_of(pipeline, before);
-      first += layers_on_chunk(static_cast<size_t>(at.stage), static_cast<size_t>(at.chunk), PP_EVERY_LAYER_KIND);
+      chunk_start += layers_on_chunk(static_cast<size_t>(at.stage), static_cast<size_t>(at.chunk), PP_EVERY_LAYER_KIND);
     }
     const LayerKinds kinds(*view_.model);
     int64_t of_kind = 0;
-    for (int64_t layer = first; layer < first + recomputed; ++layer) of_kind += kinds.kind_of_layer(layer) == kind;
+    for (int64_t layer = chunk_start; layer < chunk_start + apart; ++layer) of_kind += kinds.kind_of_layer(layer) == kind;
     return of_kind;
   }
   // The indices of the LAYER ops named `name` that belong to `kind` (or to every kind).
