@@ -135,9 +135,12 @@ void write_search_text(std::ostream& out, const SearchResult& result, const Sear
   }
   if (!result.rejected.empty()) {
     out << "\nRejected plans, by reason:\n";
+    // The counts line up under the longest reason ("cpu_offloading", "cuda_graph"), 8 at least.
+    int width = 8;
+    for (const auto& [reason, rejection] : result.rejected) width = std::max(width, static_cast<int>(reason.size()));
     for (const auto& [reason, rejection] : by_count(result)) {
-      char counts[64];
-      std::snprintf(counts, sizeof(counts), "  %-8s %12s  ", reason.c_str(), grouped(rejection->plans).c_str());
+      char counts[128];
+      std::snprintf(counts, sizeof(counts), "  %-*s %12s  ", width, reason.c_str(), grouped(rejection->plans).c_str());
       out << counts << reason_detail(reason, *rejection, result) << "\n";
     }
   }
