@@ -38,9 +38,13 @@ void describe_plan(ResultTree& results, const Recipe& recipe, const ComposedPlan
   }
 }
 
-void require_plan_reader(const LoadedPlugin& plugin, const Recipe& recipe, const std::string& role) {
+bool reads_layer_stack(const LoadedPlugin& plugin) {
   constexpr uint32_t kLayerStackMinor = 6;
-  if (plugin.abi_minor() >= kLayerStackMinor) return;
+  return plugin.abi_minor() >= kLayerStackMinor;
+}
+
+void require_plan_reader(const LoadedPlugin& plugin, const Recipe& recipe, const std::string& role) {
+  if (reads_layer_stack(plugin)) return;
   const std::string before = role + " '" + plugin.name() + "' was built against SDK ABI 1." +
                              std::to_string(plugin.abi_minor()) + ", before ";
   const std::string beyond = paraplan::beyond_uniform_transformer(recipe.model.shape);

@@ -22,11 +22,16 @@ void describe_plan(ResultTree& results, const Recipe& recipe, const ComposedPlan
 ResultTree run_executor(const std::string& executor, const Recipe& recipe, const PluginCatalog& catalog,
                         const ComposedPlan& composed, const HardwareBinding& hardware);
 
-// Throws PlanError when `plugin` (an executor or exporter, `role` in the message) was built
-// before ABI 1.6 and the recipe uses what 1.6 added: a model that is more than a uniform
-// transformer (it would read the model's 1.5 fields and count every layer as the first kind), or
-// a block-scaled precision (its GEMMs' dtypes are past the ones it knows). Strategies of any
-// minor work.
+// Whether `plugin` was built against ABI 1.6 or later, and so reads what 1.6 added to the plan:
+// the layer stack, the block-scaled precisions, each chunk's first layers set apart (partially
+// recomputed or offloaded: paraplan::PlanView::op_share).
+bool reads_layer_stack(const LoadedPlugin& plugin);
+
+// Throws PlanError when `plugin` (an executor or exporter, `role` in the message) does not read
+// the layer stack and the recipe uses what 1.6 added: a model that is more than a uniform
+// transformer (it would read the model's 1.5 fields and count every layer as the first kind), a
+// block-scaled precision (its GEMMs' dtypes are past the ones it knows), partial recomputation
+// or activation offloading (it would count every layer alike). Strategies of any minor work.
 void require_plan_reader(const LoadedPlugin& plugin, const Recipe& recipe, const std::string& role);
 
 }  // namespace paraplan::host

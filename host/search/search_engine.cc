@@ -581,9 +581,7 @@ SearchResult run_search(const Recipe& recipe, const PluginCatalog& catalog, cons
   result.space = build_search_space(recipe, catalog);
   // An executor from before 1.6 cannot tell the recomputed layers from the kept ones (nor the
   // offloaded: require_plan_reader refuses those recipes outright).
-  constexpr uint32_t kPartialRecomputeMinor = 6;
-  if (catalog.require(settings.executor, PP_KIND_EXECUTOR).abi_minor() < kPartialRecomputeMinor)
-    result.space.partial_recompute = false;
+  if (!reads_layer_stack(catalog.require(settings.executor, PP_KIND_EXECUTOR))) result.space.partial_recompute = false;
   const std::unique_ptr<HardwareBinding> hardware = open_hardware(recipe, catalog);
   const int64_t per_node = checked_gpus_per_node(recipe, *hardware);
   result.hardware_profile = hardware->profile();
