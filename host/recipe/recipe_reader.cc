@@ -370,16 +370,18 @@ void read_training_choices(Recipe& recipe, TableReader& reader, const toml::tabl
   training.recompute = recipe.search.recomputes.empty() ? PP_RECOMPUTE_NONE : recipe.search.recomputes.front();
 }
 
+// Whether the recipe runs `mode`, or (a search) may choose it.
+bool may_recompute(const pp_training& training, const SearchChoices& search, pp_recompute mode) {
+  return training.recompute == mode || std::find(search.recomputes.begin(), search.recomputes.end(), mode) != search.recomputes.end();
+}
+
 // Megatron-LM's --recompute-modules names, as pp_recompute_module bits; only with selective
 // recomputation (a recipe or search that may choose it).
 uint32_t read_recompute_modules(TableReader& reader, const toml::table& table, const pp_training& training,
                                 const SearchChoices& search) {
   const std::optional<std::vector<std::string>> names = reader.string_list("recompute_modules");
   if (!names) return 0;
-  const bool selective = training.recompute == PP_RECOMPUTE_SELECTIVE ||
-                         std::find(search.recomputes.begin(), search.recomputes.end(), PP_RECOMPUTE_SELECTIVE) !=
-                             search.recomputes.end();
-  if (!selective)
+  if (!may_recompute(training, search, PP_RECOMPUTE_SELECTIVE))
     reader.fail(table.get("recompute_modules"), "recompute_modules", "needs recompute = \"selective\"");
   const auto& known = paraplan::kRecomputeModuleNames;
   uint32_t modules = 0;
@@ -408,9 +410,8 @@ int64_t read_recompute_num_layers(TableReader& reader, const toml::table& table,
                                   const SearchChoices& search) {
   const std::optional<int64_t> layers = reader.integer("recompute_num_layers", limits::kLayers);
   if (!layers) return 0;
-  const bool full = training.recompute == PP_RECOMPUTE_FULL ||
-                    std::find(search.recomputes.begin(), search.recomputes.end(), PP_RECOMPUTE_FULL) != search.recomputes.end();
-  if (!full) reader.fail(table.get("recompute_num_layers"), "recompute_num_layers", "needs recompute = \"full\"");
+  if (!may_recompute(training, search, PP_RECOMPUTE_FULL))
+    reader.fail(table.get("recompute_num_layers"), "recompute_num_layers", "needs recompute = \"full\"");
   return *layers;
 }
 
