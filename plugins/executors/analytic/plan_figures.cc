@@ -141,7 +141,9 @@ std::vector<IssuedPass> issued_passes(const paraplan::PlanView& plan, const Slot
   return passes;
 }
 
-double memory_per_gpu(const paraplan::PlanView& plan, const SlotLayout& slots, double overhead_bytes) {
+// `shapes`: each stage's, in stage order.
+double memory_per_gpu(const paraplan::PlanView& plan, const SlotLayout& slots, const std::vector<StageShape>& shapes,
+                      double overhead_bytes) {
   std::vector<double> state(slots.count()), activations(slots.count());
   for (size_t i = 0; i < plan.memory().size(); ++i) {
     const pp_memory_item& item = plan.memory()[i];
@@ -150,7 +152,7 @@ double memory_per_gpu(const paraplan::PlanView& plan, const SlotLayout& slots, d
   }
   double fullest = 0;
   for (size_t stage = 0; stage < plan.stages().size(); ++stage) {
-    const StageShape shape = shape_of(plan, slots, stage);
+    const StageShape& shape = shapes[stage];
     double held_state = 0, held_activations = 0;
     for (size_t slot = 0; slot < slots.count(); ++slot) {
       held_state += shape[slot] * state[slot];
@@ -170,31 +172,33 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
   pp_hardware_binding_v1 hardware = given;
   hardware.profile = &profile;
   const SlotLayout slots(plan);
-  const double memory = memory_per_gpu(plan, slots, overhead_bytes);
+  std::vector<StageShape> stage_shapes;
+  for (size_t stage = 0; stage < plan.stages().size(); ++stage) stage_shapes.push_back(shape_of(plan, slots, stage));
+  const double memory = memory_per_gpu(plan, slots, stage_shapes, overhead_bytes);
   for (uint32_t i = 0; i < std::max<uint32_t>(layouts, 1); ++i) {
     figures[i] = pp_plan_figures{sizeof(pp_plan_figures), 0, memory, profile.memory_bytes, 0, 0};
   }
   if (layouts == 0) return;
 
-  // Everything but communication, once.
+  // Everything but communication, once; each op's slot, once.
   SlotSums fixed(slots.count());
   std::vector<uint32_t> communication;
+  std::vector<size_t> op_slots(plan.ops().size());
   std::vector<double> seconds(plan.ops().size(), 0.0);  // communication's is priced per layout
   for (uint32_t i = 0; i < plan.ops().size(); ++i) {
     const pp_op& op = plan.ops()[i];
+    op_slots[i] = slots.of(op.scope, plan.op_layer_kind(i), plan.op_share(i));
     if (communicates(op) && op.kind != PP_OP_HOST_TRANSFER) {
       communication.push_back(i);
       continue;
     }
     seconds[i] = op.repeat * paraplan::cost::op_time(plan, hardware, i);
-    add(fixed, slots.of(op.scope, plan.op_layer_kind(i), plan.op_share(i)), op, seconds[i]);
+    add(fixed, op_slots[i], op, seconds[i]);
   }
   std::vector<IssuedPass> passes = issued_passes(plan, slots, profile, seconds);
-  std::vector<StageShape> shapes;
-  for (size_t stage = 0; stage < plan.stages().size(); ++stage) {
-    StageShape shape = shape_of(plan, slots, stage);
+  std::vector<StageShape> shapes;  // the distinct ones: stages of one shape time alike
+  for (StageShape& shape : stage_shapes)
     if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end()) shapes.push_back(std::move(shape));
-  }
 
   const pp_pipeline& pipeline = plan.pipeline();
   const double micro_batches = static_cast<double>(pipeline.micro_batches);
@@ -210,7 +214,7 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
     for (uint32_t i : communication) {
       const pp_op& op = plan.ops()[i];
       seconds[i] = op.repeat * paraplan::cost::op_time(plan, hardware, i, layout_strides);
-      add(sums, slots.of(op.scope, plan.op_layer_kind(i), plan.op_share(i)), op, seconds[i]);
+      add(sums, op_slots[i], op, seconds[i]);
     }
     // The GPU idles while the host issues its work: as compute, overlapped communication runs on.
     for (IssuedPass& pass : passes) {
