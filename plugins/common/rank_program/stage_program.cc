@@ -1,6 +1,7 @@
 #include "stage_program.h"
 
 #include <algorithm>
+#include <iterator>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -149,7 +150,7 @@ class StageBuilder {
 
   double chunk_activation_bytes(int64_t chunk) const {
     double bytes = activations_[PP_SCOPE_STEP - 1] / static_cast<double>(chunks());
-    for (size_t share = 0; share < 3; ++share)
+    for (size_t share = 0; share < std::size(layer_activations_); ++share)
       for (uint32_t kind = 0; kind < layer_activations_[share].size(); ++kind)
         bytes += static_cast<double>(c_.plan.layers_on_chunk(static_cast<size_t>(stage_), static_cast<size_t>(chunk), kind,
                                                              static_cast<paraplan::LayerShare>(share))) *
