@@ -1,5 +1,6 @@
 // The SDK's default cost functions against hand calculations of the ring formulas
-// (Thakur, Rabenseifner and Gropp 2005) and the GEMM efficiency curve.
+// (Thakur, Rabenseifner and Gropp 2005; NCCL's ring and tree as its tuner prices them) and the
+// GEMM efficiency curve.
 #include "paraplan/cost_model.hpp"
 
 #include <gtest/gtest.h>
@@ -28,34 +29,61 @@ pp_hardware_profile two_tier_profile() {
 TEST(CollectiveTime, RingInsideOneDomain) {
   pp_hardware_profile profile = two_tier_profile();
   const double n = 1e9;
+  // Every NCCL kernel starts with its base latency, 8.4 us (tuning.cc, Simple protocol).
   double all_gather = 7 * 1e-6 + 7.0 / 8.0 * n / 100e9;
-  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_GATHER, n, 8, 1), all_gather);
-  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_REDUCE_SCATTER, n, 8, 1), all_gather);
-  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_REDUCE, n, 8, 1), 2 * all_gather);
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_GATHER, n, 8, 1), 8.4e-6 + all_gather);
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_REDUCE_SCATTER, n, 8, 1), 8.4e-6 + all_gather);
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_REDUCE, n, 8, 1), 8.4e-6 + 2 * all_gather);
   EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_REDUCE, n, 1, 1), 0.0);
 }
 
-TEST(CollectiveTime, HierarchicalAllReduceAcrossTwoNodes) {
+TEST(CollectiveTime, RingAcrossTwoNodesRunsAtTheSlowerHop) {
   pp_hardware_profile profile = two_tier_profile();
   const double n = 1e9;
-  // Reduce-scatter over the 8 GPUs of a node, all-reduce n/8 between the 2 nodes, all-gather back.
-  double inside = 7 * 1e-6 + 7.0 / 8.0 * n / 100e9;
-  double across = 2 * (1 * 5e-6 + 0.5 * (n / 8) / 25e9);
-  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_REDUCE, n, 16, 1), inside + across + inside);
+  // NCCL's ring through 16 GPUs on 2 nodes: 15 steps, 1 of them (the hop to the other node)
+  // over the network. The 8 GPUs of a node drive 8 x 25 GB/s of network, more than NVLink's
+  // 100 GB/s, so NVLink sets the bus bandwidth.
+  const double all_gather = 14 * 1e-6 + 1 * 5e-6 + 15.0 / 16.0 * n / 100e9;
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_GATHER, n, 16, 1), 8.4e-6 + all_gather);
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_REDUCE_SCATTER, n, 16, 1), 8.4e-6 + all_gather);
+  // All-reduce: the ring twice (30 steps, 2 across); the tree would pay 2n / (0.92 x 100 GB/s).
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_REDUCE, n, 16, 1), 8.4e-6 + 2 * all_gather);
+  // Two GPUs a node (stride 4 in 8-GPU nodes): their two network links are the slower hop.
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_GATHER, n, 8, 4),
+                   8.4e-6 + 4 * 1e-6 + 3 * 5e-6 + 7.0 / 8.0 * n / (2 * 25e9));
+}
+
+TEST(CollectiveTime, LargeAllReducesOfSmallBuffersRunAsATree) {
+  pp_hardware_profile profile = two_tier_profile();
+  // 1 MB over 4096 GPUs on 512 nodes: the ring's 8190 steps (1022 across) cost 14.3 ms; NCCL's
+  // tree climbs 7 GPUs of a node and 9 levels of nodes, twice.
+  const double n = 1e6;
+  const double ring = 2 * (3584 * 1e-6 + 511 * 5e-6 + 4095.0 / 4096.0 * n / 100e9);
+  const double tree = 2 * (7 * 1e-6 + 9 * 5e-6) + 2 * n / (0.92 * 100e9);
+  ASSERT_LT(tree, ring);
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_REDUCE, n, 4096, 1), 8.4e-6 + tree);
+  // A large buffer is bandwidth-bound, where the ring's full bus bandwidth wins.
+  const double big = 1e10;
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_REDUCE, big, 16, 1),
+                   8.4e-6 + 2 * (14 * 1e-6 + 1 * 5e-6 + 15.0 / 16.0 * big / 100e9));
+  // All-gathers have no tree: their latency grows with every member.
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_GATHER, n, 4096, 1),
+                   8.4e-6 + 3584 * 1e-6 + 511 * 5e-6 + 4095.0 / 4096.0 * n / 100e9);
 }
 
 TEST(CollectiveTime, StridedGroupCrossesTheNetworkOnly) {
   // Data parallelism over 8 nodes with tp = 8 innermost: one GPU per node, ring over the network.
   pp_hardware_profile profile = two_tier_profile();
   const double n = 1e9;
-  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_GATHER, n, 8, 8), 7 * 5e-6 + 7.0 / 8.0 * n / 25e9);
+  EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_GATHER, n, 8, 8),
+                   8.4e-6 + 7 * 5e-6 + 7.0 / 8.0 * n / 25e9);
 }
 
 TEST(CollectiveTime, AllToAllAcrossNodesIsBoundByTheNetworkShare) {
   pp_hardware_profile profile = two_tier_profile();
   const double n = 1.6e9;
   // 16 ranks, 8 per node: 7/16 of the buffer stays on NVLink, 8/16 crosses the network.
-  double expected = 7 * 1e-6 + 8 * 5e-6 + std::max(7.0 / 16 * n / 100e9, 8.0 / 16 * n / 25e9);
+  double expected = 8.4e-6 + 7 * 1e-6 + 8 * 5e-6 + std::max(7.0 / 16 * n / 100e9, 8.0 / 16 * n / 25e9);
   EXPECT_DOUBLE_EQ(default_collective_time(profile, PP_COLLECTIVE_ALL_TO_ALL, n, 16, 1), expected);
 }
 
@@ -76,7 +104,7 @@ TEST(CollectiveTime, RoutedExchangeCrossesTheNetworkOncePerNode) {
   const routing::Routing routing{16, 2, 0, 0};
   const double inside = 7 * 1e-6 + tokens * row * 2 * 7.0 / 8 / 100e9;
   const double across = 1 * 5e-6 + tokens * row * (2 * 92.0 / 120) * 0.5 / 25e9;
-  EXPECT_NEAR(routed_exchange_time(binding, op, routing, 16, 1), std::max(inside, across), 1e-15);
+  EXPECT_NEAR(routed_exchange_time(binding, op, routing, 16, 1), 8.4e-6 + std::max(inside, across), 1e-15);
   // The plain all-to-all sends both copies over the network half the time: 2 x 1/2 a token.
   EXPECT_GT(default_collective_time(profile, PP_COLLECTIVE_ALL_TO_ALL, op.bytes, 16, 1),
             1.3 * routed_exchange_time(binding, op, routing, 16, 1));

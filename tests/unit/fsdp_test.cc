@@ -75,6 +75,26 @@ TEST(Fsdp, ReportsThePlanKeys) {
                    evaluated.number("memory.capacity_bytes") - evaluated.number("memory.per_gpu_bytes"));
 }
 
+
+// ZeRO-3 at scale: every gather and reduce-scatter is one NCCL ring through the whole group, so
+// at a fixed batch per GPU each collective gets slower as the group grows (per-GPU throughput
+// falls, as measured ZeRO-3 runs do). Llama 2 13B, one 2K sequence per micro-batch, 4 per GPU,
+// 8-GPU H100 nodes: on 512 and 1024 GPUs the 126 collectives of a micro-batch (gathers forward
+// and backward and the reduce-scatter for 40 layers, the embedding and the head) outlast the
+// compute. Doubling the ring adds 448 NVLink steps (2 us each) and 64 InfiniBand steps (5 us):
+// 1.216 ms per collective, 504 collectives a step.
+TEST(Fsdp, Zero3SlowsAsItsRingGrows) {
+  auto thirteen_b = [](int gpus) {
+    return "[model]\npreset = \"llama2-13b\"\nseq_len = 2048\n[training]\nglobal_batch = " + std::to_string(4 * gpus) +
+           "\nmicro_batch = 1\nmain_grads = \"bf16\"\n[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = " +
+           std::to_string(gpus) + "\n[[strategy]]\nname = \"fsdp\"\nstage = 3\n";
+  };
+  const test::Evaluated half = test::evaluate_recipe(thirteen_b(512)), full = test::evaluate_recipe(thirteen_b(1024));
+  ASSERT_GT(half.number("time.exposed_comm_s.fsdp"), 0.0);
+  const double added_latency = (1023 - 511 - 64) * 2e-6 + 64 * 5e-6;
+  EXPECT_NEAR((full.number("time.step_s") - half.number("time.step_s")) / (504 * added_latency), 1.0, 0.02);
+}
+
 }  // namespace
 }  // namespace paraplan::host
 

@@ -117,24 +117,27 @@ TEST(Hsdp, OneGroupIsFsdp) {
   EXPECT_EQ(hybrid.number("time.step_s"), plain.number("time.step_s"));
 }
 
-TEST(Hsdp, BeatsFullShardingWhenTheNetworkIsTheBottleneck) {
-  // Llama 2 13B on 8 nodes x 8 H100, one 2K sequence per micro-batch: a layer's forward
-  // computes for about 2 ms. Full sharding over 64 ranks runs every per-micro-batch all-gather
-  // and reduce-scatter across nodes: the hierarchical ring pays an NVLink pass (7/8 of the
-  // layer's 0.63 GB at 360 GB/s: 1.5 ms) plus an InfiniBand pass on 1/8 of the data at 1/8 of
-  // the bandwidth (45 GB/s: another 1.5 ms), 3 ms per collective, more than the compute it
-  // hides behind. HSDP with a node-wide group pays only the NVLink pass, which the compute
-  // hides, and crosses the network once per step with 1/8 of the gradients. Same compute, less
-  // exposed communication: hsdp must be faster. It pays in memory (16Ψ/8 against 16Ψ/64 per
-  // GPU) and an optimizer step over 8x larger shards, both small next to the saving here.
-  auto thirteen_b = [](const std::string& strategy) {
-    return "[model]\npreset = \"llama2-13b\"\nseq_len = 2048\n[training]\nglobal_batch = 256\nmicro_batch = 1\n"
-           "main_grads = \"bf16\"\n[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 64\n" +
-           strategy;
+TEST(Hsdp, BeatsFullShardingWhenTheRingIsLong) {
+  // Llama 2 13B on 64 nodes x 8 H100, one 2K sequence per micro-batch: a layer's forward
+  // computes for about 2 ms. Full sharding over 512 ranks runs every per-micro-batch all-gather
+  // and reduce-scatter as one NCCL ring through all 512 GPUs: 511 steps, 63 of them across
+  // InfiniBand (5 us) and 448 over NVLink (2 us), 1.2 ms of latency, plus 511/512 of the
+  // layer's 0.63 GB at 360 GB/s (1.75 ms): about 3 ms per collective, more than the compute it
+  // hides behind. HSDP with a node-wide group rings through 8 GPUs (7 steps, the same 1.5 ms of
+  // bytes), which the compute hides, and crosses the network once per step with 1/8 of the
+  // gradients. Same compute, less exposed communication: hsdp must be faster. It pays in memory
+  // (16Ψ/8 against 16Ψ/512 per GPU), small next to the saving here. On 64 GPUs (a ring of 63
+  // steps) full sharding is hidden too.
+  auto thirteen_b = [](int gpus, const std::string& strategy) {
+    return "[model]\npreset = \"llama2-13b\"\nseq_len = 2048\n[training]\nglobal_batch = " + std::to_string(4 * gpus) +
+           "\nmicro_batch = 1\nmain_grads = \"bf16\"\n[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = " +
+           std::to_string(gpus) + "\n" + strategy;
   };
-  test::Evaluated hybrid = test::evaluate_recipe(thirteen_b(hsdp(3)));
-  test::Evaluated full = test::evaluate_recipe(thirteen_b(fsdp(3)));
-  EXPECT_GT(full.number("time.exposed_comm_s.fsdp"), 0.2 * full.number("time.step_s"));  // network-bound
+  test::Evaluated small = test::evaluate_recipe(thirteen_b(64, fsdp(3)));
+  EXPECT_EQ(small.number("time.exposed_comm_s.fsdp"), 0.0);
+  test::Evaluated hybrid = test::evaluate_recipe(thirteen_b(512, hsdp(3)));
+  test::Evaluated full = test::evaluate_recipe(thirteen_b(512, fsdp(3)));
+  EXPECT_GT(full.number("time.exposed_comm_s.fsdp"), 0.15 * full.number("time.step_s"));  // latency-bound
   EXPECT_LT(hybrid.number("time.step_s"), full.number("time.step_s"));
   EXPECT_LT(hybrid.number("time.exposed_comm_s.hsdp"), full.number("time.exposed_comm_s.fsdp"));
   EXPECT_GT(hybrid.number("memory.per_gpu_bytes"), full.number("memory.per_gpu_bytes"));

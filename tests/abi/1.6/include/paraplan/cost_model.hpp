@@ -5,13 +5,18 @@
 //
 //   GEMM: flops / (peak[dtype] * efficiency), efficiency = max * f / (f + f_half), and never
 //         faster than moving its operands through HBM (roofline).
-//   Collectives (Thakur, Rabenseifner and Gropp 2005, ring algorithms), per tier:
-//         all-gather / reduce-scatter: (P-1)·alpha + (P-1)/P · n / B
-//         all-reduce: twice that;  all-to-all: (P-1)·alpha + (P-1)/P · n / B
-//   A group whose span exceeds the innermost domain runs hierarchically: reduce-scatter inside
-//   the domain, the collective across domains on 1/P_local of the data over the outer tier,
-//   all-gather inside (NCCL's tree/ring split across NVLink and the network does the same).
-//   B is the tier's per-GPU bandwidth times its achievable efficiency.
+//   Collectives as NCCL runs them (its tuner, src/graph/tuning.cc, prices every algorithm as
+//   latency + bytes / bus bandwidth and runs the cheapest; Thakur, Rabenseifner and Gropp 2005
+//   for the ring). One ring runs through all P members, a domain's members in a row:
+//         all-gather / reduce-scatter: (P-1) steps, (D-1) of them across the outer tier,
+//                                      each paying its tier's alpha, + (P-1)/P · n / B_bus
+//         all-reduce: twice that;  B_bus = min(B_inner, L · B_outer)
+//   (D domains of L members; the steps are pipelined, so the slower hop sets the rate, and each
+//   member drives its own link of the outer tier, as rail-optimised NICs do). An all-reduce
+//   across domains may run NCCL's tree instead: 2((L-1)·alpha_in + log2(D)·alpha_out)
+//   + 2n / (0.92 B_bus); the cheaper one is charged, so large groups pay a logarithmic latency.
+//   all-to-all: each rank sends (P-1)/P of its buffer, the other domains' share over the outer
+//   tier. B is the tier's per-GPU bandwidth times its achievable efficiency.
 //
 //   A routed exchange (an ALL_TO_ALL with k > 0: DeepEP or HybridEP, `ep`'s flex dispatcher)
 //   sends a token once to each member holding one of its experts and once across the outer tier
@@ -227,48 +232,77 @@ inline int64_t members_per_domain(const pp_hardware_profile& profile, int64_t gr
   return domain > stride ? std::min<int64_t>(group, domain / stride) : 1;
 }
 
+inline double tier_bandwidth(const pp_tier& tier) {
+  return tier.bandwidth_bytes_per_s * (tier.efficiency > 0 ? tier.efficiency : 1.0);
+}
+
 inline double ring_time(const pp_tier& tier, pp_collective kind, double bytes, double ranks) {
   if (ranks <= 1 || bytes <= 0) return 0.0;
-  double bandwidth = tier.bandwidth_bytes_per_s * (tier.efficiency > 0 ? tier.efficiency : 1.0);
   double steps = ranks - 1.0;
-  double one_pass = steps * tier.latency_s + steps / ranks * bytes / bandwidth;
+  double one_pass = steps * tier.latency_s + steps / ranks * bytes / tier_bandwidth(tier);
   return kind == PP_COLLECTIVE_ALL_REDUCE ? 2.0 * one_pass : one_pass;
 }
+
+// NCCL's tree all-reduce busBw: 0.92 of the ring's (tuning.cc, "a == NCCL_ALGO_TREE && coll ==
+// ncclFuncAllReduce"), moving the whole buffer up and down the tree.
+inline constexpr double kTreeAllReduceBandwidthFraction = 0.92;
+
+// What every NCCL collective kernel costs before its first hop: NCCL's base latency of the ring
+// and tree algorithms with its Simple protocol, 8.4 us (tuning.cc, baseLatencies).
+inline constexpr double kCollectiveBaseLatencyS = 8.4e-6;
+
+// One collective of `bytes` over `group` ranks that span `domains` domains of the inner tier,
+// `local` members in each, the domains joined by `outer` (NCCL's ring through every member, or
+// its tree for an all-reduce across domains, whichever is cheaper).
+inline double spanning_collective_time(const pp_tier& inner, const pp_tier& outer, pp_collective kind, double bytes,
+                                       double group, double local, double domains) {
+  const bool all_reduce = kind == PP_COLLECTIVE_ALL_REDUCE;
+  const double passes = all_reduce ? 2.0 : 1.0;
+  const double bus = local > 1 ? std::min(tier_bandwidth(inner), local * tier_bandwidth(outer)) : tier_bandwidth(outer);
+  const double outer_steps = domains - 1.0, inner_steps = group - 1.0 - outer_steps;
+  const double ring = passes * (inner_steps * inner.latency_s + outer_steps * outer.latency_s +
+                                (group - 1.0) / group * bytes / bus);
+  if (!all_reduce) return ring;
+  const double tree = 2.0 * ((local - 1.0) * inner.latency_s + std::ceil(std::log2(domains)) * outer.latency_s) +
+                      2.0 * bytes / (kTreeAllReduceBandwidthFraction * bus);
+  return std::min(ring, tree);
+}
+
+inline double hop_collective_time(const pp_hardware_profile& profile, pp_collective kind, double bytes,
+                                  int64_t group, int64_t stride);
 
 inline double default_collective_time(const pp_hardware_profile& profile, pp_collective kind, double bytes,
                                       int64_t group, int64_t stride) {
   if (group <= 1 || bytes <= 0 || profile.tier_count == 0) return 0.0;
+  return kCollectiveBaseLatencyS + hop_collective_time(profile, kind, bytes, group, stride);
+}
+
+// The collective's hops and bytes, without the kernel's base latency.
+inline double hop_collective_time(const pp_hardware_profile& profile, pp_collective kind, double bytes,
+                                  int64_t group, int64_t stride) {
   stride = std::max<int64_t>(stride, 1);
   const pp_tier& inner = profile.tiers[0];
   uint32_t outer_index = tier_for_span(profile, stride * group);
   if (outer_index == 0) return ring_time(inner, kind, bytes, static_cast<double>(group));
   const pp_tier& outer = profile.tiers[outer_index];
-  double local = static_cast<double>(members_per_domain(profile, group, stride));
-  double across = static_cast<double>(group) / local;
-  switch (kind) {
-    case PP_COLLECTIVE_ALL_TO_ALL: {
-      // Each rank sends (P-1)/P of its buffer; the part bound for other domains crosses the outer tier.
-      double ranks = static_cast<double>(group);
-      double inner_part = (local - 1.0) / ranks * bytes;
-      double outer_part = (ranks - local) / ranks * bytes;
-      double inner_time = inner_part / (inner.bandwidth_bytes_per_s * (inner.efficiency > 0 ? inner.efficiency : 1.0));
-      double outer_time = outer_part / (outer.bandwidth_bytes_per_s * (outer.efficiency > 0 ? outer.efficiency : 1.0));
-      return (local - 1.0) * inner.latency_s + (ranks - local) * outer.latency_s + std::max(inner_time, outer_time);
-    }
-    case PP_COLLECTIVE_ALL_REDUCE:
-      return ring_time(inner, PP_COLLECTIVE_REDUCE_SCATTER, bytes, local) +
-             ring_time(outer, PP_COLLECTIVE_ALL_REDUCE, bytes / local, across) +
-             ring_time(inner, PP_COLLECTIVE_ALL_GATHER, bytes, local);
-    default:  // all-gather, reduce-scatter, broadcast: one pass inside, one across
-      return ring_time(inner, kind, bytes, local) + ring_time(outer, kind, bytes / local, across);
+  const double ranks = static_cast<double>(group);
+  const double local = static_cast<double>(members_per_domain(profile, group, stride));
+  const double domains = std::ceil(ranks / local);
+  if (kind == PP_COLLECTIVE_ALL_TO_ALL) {
+    // Each rank sends (P-1)/P of its buffer; the part bound for other domains crosses the outer tier.
+    double inner_part = (local - 1.0) / ranks * bytes;
+    double outer_part = (ranks - local) / ranks * bytes;
+    return (local - 1.0) * inner.latency_s + (ranks - local) * outer.latency_s +
+           std::max(inner_part / tier_bandwidth(inner), outer_part / tier_bandwidth(outer));
   }
+  return spanning_collective_time(inner, outer, kind, bytes, ranks, local, domains);
 }
 
 // Point-to-point: one message over the tier that separates ranks `stride` apart.
 inline double default_send_time(const pp_hardware_profile& profile, double bytes, int64_t stride) {
   if (bytes <= 0 || profile.tier_count == 0) return 0.0;
   const pp_tier& tier = profile.tiers[tier_for_span(profile, std::max<int64_t>(stride, 1) + 1)];
-  return tier.latency_s + bytes / (tier.bandwidth_bytes_per_s * (tier.efficiency > 0 ? tier.efficiency : 1.0));
+  return tier.latency_s + bytes / tier_bandwidth(tier);
 }
 
 // Copies between GPU and host memory (offload) over PCIe or a chip-to-chip link.
