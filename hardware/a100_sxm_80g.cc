@@ -34,6 +34,7 @@ constexpr Datasheet kA100Sxm80g{
             .tiers = kA100SxmTiers,
             .host_op_overhead_us = std::nullopt,
             .overlap_compute_slowdown = std::nullopt,
+            .speed_variation = std::nullopt,
         },
     .description = "NVIDIA A100 SXM4 80GB, 8-GPU HGX/DGX A100 node; NVIDIA A100 datasheet and DGX A100 user guide",
 };

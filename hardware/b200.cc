@@ -35,6 +35,7 @@ constexpr Datasheet kB200{
             .tiers = kB200Tiers,
             .host_op_overhead_us = std::nullopt,
             .overlap_compute_slowdown = std::nullopt,
+            .speed_variation = std::nullopt,
         },
     .description = "NVIDIA B200 180GB, 8-GPU HGX/DGX B200 node; NVIDIA HGX B200 and DGX B200 datasheets",
 };

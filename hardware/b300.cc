@@ -36,6 +36,7 @@ constexpr Datasheet kB300{
             .tiers = kB300Tiers,
             .host_op_overhead_us = std::nullopt,
             .overlap_compute_slowdown = std::nullopt,
+            .speed_variation = std::nullopt,
         },
     .description = "NVIDIA B300 (Blackwell Ultra) 270GB, 8-GPU HGX/DGX B300 node; NVIDIA HGX B300 specifications",
 };

@@ -37,6 +37,7 @@ constexpr Datasheet kGb200Nvl72{
             .tiers = kGb200Nvl72Tiers,
             .host_op_overhead_us = std::nullopt,
             .overlap_compute_slowdown = std::nullopt,
+            .speed_variation = std::nullopt,
         },
     .description = "NVIDIA GB200 NVL72 rack, 72 Blackwell GPUs in one NVLink domain; NVIDIA GB200 NVL72 datasheet",
 };

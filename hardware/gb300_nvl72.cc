@@ -38,6 +38,7 @@ constexpr Datasheet kGb300Nvl72{
             .tiers = kGb300Nvl72Tiers,
             .host_op_overhead_us = std::nullopt,
             .overlap_compute_slowdown = std::nullopt,
+            .speed_variation = std::nullopt,
         },
     .description = "NVIDIA GB300 NVL72 rack, 72 Blackwell Ultra GPUs in one NVLink domain; NVIDIA GB300 NVL72 specifications",
 };

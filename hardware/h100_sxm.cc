@@ -33,6 +33,7 @@ constexpr Datasheet kH100Sxm{
             .tiers = kH100SxmTiers,
             .host_op_overhead_us = std::nullopt,
             .overlap_compute_slowdown = std::nullopt,
+            .speed_variation = std::nullopt,
         },
     .description = "NVIDIA H100 SXM5 80GB, 8-GPU HGX/DGX H100 node; NVIDIA H100 datasheet and DGX H100 user guide",
 };

@@ -34,6 +34,7 @@ constexpr Datasheet kH200Sxm{
             .tiers = kH200SxmTiers,
             .host_op_overhead_us = std::nullopt,
             .overlap_compute_slowdown = std::nullopt,
+            .speed_variation = std::nullopt,
         },
     .description = "NVIDIA H200 SXM 141GB, 8-GPU HGX/DGX H200 node; NVIDIA H200 datasheet and DGX H200 user guide",
 };

@@ -35,6 +35,7 @@ constexpr Datasheet kH800Sxm{
             .tiers = kH800SxmTiers,
             .host_op_overhead_us = std::nullopt,
             .overlap_compute_slowdown = std::nullopt,
+            .speed_variation = std::nullopt,
         },
     .description = "NVIDIA H800 SXM5 80GB (NVLink 400 GB/s), 8-GPU HGX node; NVIDIA H800 datasheet, DeepSeek-V3 report",
 };

@@ -34,6 +34,7 @@ constexpr Datasheet kMi300x{
             .tiers = kMi300xTiers,
             .host_op_overhead_us = std::nullopt,
             .overlap_compute_slowdown = std::nullopt,
+            .speed_variation = std::nullopt,
         },
     .description = "AMD Instinct MI300X 192GB, 8-GPU xGMI platform; AMD Instinct MI300X datasheet",
 };

@@ -32,7 +32,7 @@ namespace {
 // Defaults of the optional keys; docs/hardware.md gives the reasons. An absent
 // gemm.half_efficiency_gflop is derived from kGemmFixedOverheadUs by the profile builder, an
 // absent host.op_overhead_us is kHostOpOverheadUs, an absent overlap.compute_slowdown
-// kOverlapComputeSlowdown.
+// kOverlapComputeSlowdown, an absent fleet.speed_variation kSpeedVariation.
 constexpr double kDefaultMemoryEfficiency = 0.85;
 constexpr double kDefaultGemmEfficiencyMax = 0.64;  // the H100 profile's in-training plateau
 constexpr double kDefaultAttentionEfficiency = 0.81;  // on the full-square FLOP count
@@ -261,7 +261,7 @@ pp_hardware_profile parse_toml_profile(std::string_view document, const std::str
   }
 
   TableReader top(file, root, "",
-                  {"name", "gpus_per_node", "compute", "memory", "host_link", "gemm", "attention", "host", "overlap", "tiers"});
+                  {"name", "gpus_per_node", "compute", "memory", "host_link", "gemm", "attention", "host", "overlap", "fleet", "tiers"});
   ProfileSpec spec;
   const std::string name = top.text("name");
   spec.name = name;
@@ -301,6 +301,11 @@ pp_hardware_profile parse_toml_profile(std::string_view document, const std::str
   if (const toml::table* table = top.optional_table("overlap")) {
     TableReader overlap(file, *table, "overlap.", {"compute_slowdown"});
     spec.overlap_compute_slowdown = overlap.optional_number("compute_slowdown");
+  }
+
+  if (const toml::table* table = top.optional_table("fleet")) {
+    TableReader fleet(file, *table, "fleet.", {"speed_variation"});
+    spec.speed_variation = fleet.optional_number("speed_variation");
   }
 
   const toml::array& tier_tables = top.array_of_tables("tiers");

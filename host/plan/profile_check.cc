@@ -51,6 +51,7 @@ std::string profile_problem(const pp_hardware_profile& profile) {
                                   {"peak_flops_nvfp4", profile.peak_flops_nvfp4, 1e6, 1e21, true},
                                   {"attention_efficiency_flash2", profile.attention_efficiency_flash2, 1e-6, 1.0, true},
                                   {"overlap_compute_slowdown", profile.overlap_compute_slowdown, 0.0, 1.0, true},
+                                  {"speed_variation", profile.speed_variation, 0.0, 0.5, true},
                               });
   for (const Bound& bound : bounds)
     if (!within(bound)) return out_of_bounds(bound);

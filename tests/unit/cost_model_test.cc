@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstddef>
+#include <numbers>
 
 namespace paraplan::cost {
 namespace {
@@ -191,6 +193,27 @@ TEST(OverlappedElapsed, ComputeSlowsWhileCommunicationRunsBesideIt) {
   EXPECT_DOUBLE_EQ(overlap_compute_slowdown(older), 0.25);
   older.struct_size = offsetof(pp_hardware_profile, overlap_compute_slowdown);  // a plugin older than the field
   EXPECT_DOUBLE_EQ(overlap_compute_slowdown(older), 0.0);
+}
+
+// The expected maximum of n standard normal draws against the published values (Tippett 1925;
+// Harter 1961): 1/sqrt(pi) for two, 1.53875 for 10, 2.50759 for 100, 3.24144 for 1000.
+TEST(SlowestGpu, ExpectedMaximumOfNormalsMatchesTheTables) {
+  EXPECT_EQ(expected_maximum_of_normals(1), 0.0);
+  EXPECT_NEAR(expected_maximum_of_normals(2), 1.0 / std::sqrt(std::numbers::pi), 1e-6);
+  EXPECT_NEAR(expected_maximum_of_normals(10), 1.53875, 1e-5);
+  EXPECT_NEAR(expected_maximum_of_normals(100), 2.50759, 1e-5);
+  EXPECT_NEAR(expected_maximum_of_normals(1000), 3.24144, 1e-5);
+  EXPECT_NEAR(expected_maximum_of_normals(10), 1.53875, 1e-5);  // again, from the thread's cache
+}
+
+TEST(SlowestGpu, ComputeRunsAtTheSlowestGpusPace) {
+  pp_hardware_profile profile = two_tier_profile();
+  profile.speed_variation = 0.02;
+  EXPECT_NEAR(slowest_gpu_factor(profile, 100), 1 + 0.02 * 2.50759, 1e-7);
+  EXPECT_DOUBLE_EQ(slowest_gpu_factor(profile, 1), 1.0);
+  pp_hardware_profile older = profile;
+  older.struct_size = offsetof(pp_hardware_profile, speed_variation);  // a plugin older than the field
+  EXPECT_DOUBLE_EQ(slowest_gpu_factor(older, 100), 1.0);
 }
 
 TEST(FitToCluster, SmallerNodesShrinkTheNvlinkDomain) {

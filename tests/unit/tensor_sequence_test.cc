@@ -149,10 +149,11 @@ TEST(TensorParallel, CollectivesAreExposedUnlessOverlapped) {
 TEST(TensorParallel, EachRankUpdatesItsShareOfTheWeights) {
   // Adam reads and writes 30 bytes per parameter (workload_builder.cc); with tp = 8 a rank
   // updates 1/8 of them, memory-bound at 3.35 TB/s x 0.85 on an H100. The 8-layer GPT holds
-  // 12h² + 2h per layer, V·h of embedding and V·h + h of output layer and final norm.
-  const double V = 51200, parameters = 8 * (12 * h * h + 2 * h) + 2 * V * h + h;
+  // 12h² + 2h per layer, V·h of embedding and V·h + h of output layer and final norm. It runs at
+  // the slowest of the 8 GPUs' pace: 1 + 0.005 x 1.4236 (speed variation x E[max of 8 normals]).
+  const double V = 51200, parameters = 8 * (12 * h * h + 2 * h) + 2 * V * h + h, slowest = 1 + 0.005 * 1.42360;
   auto evaluated = test::evaluate_recipe(gpt_recipe(8, kTp8));
-  EXPECT_NEAR(evaluated.number("time.optimizer_s"), 30 * parameters / 8 / (3350e9 * 0.85), 1e-9);
+  EXPECT_NEAR(evaluated.number("time.optimizer_s"), slowest * 30 * parameters / 8 / (3350e9 * 0.85), 1e-8);
 }
 
 TEST(TensorParallel, DegreeMustDivideHeadsAndQueryGroups) {

@@ -140,6 +140,28 @@ TEST(TomlHardware, OverlapSlowdownIsTheProfilesOwn) {
                            {file.string(), "overlap.compute_slowdown", "[0, 1]"});
 }
 
+// fleet.speed_variation: absent, 0.5 % (after Sinha et al., SC22), as the bundled profiles; 0,
+// identical GPUs. On 64 GPUs compute runs at the slowest one's pace, 1 + 0.005 E[max of 64
+// normals] = 1 + 0.005 x 2.3437 times the identical GPUs' compute (the integral by hand; between
+// the tables' 2.2491 for 50 and 2.5076 for 100); out of [0, 0.5], an error.
+TEST(TomlHardware, SpeedVariationIsTheProfilesOwn) {
+  const auto dense_on = [](const std::filesystem::path& file) {
+    return "[model]\npreset = \"llama2-7b\"\n[training]\nglobal_batch = 128\nmicro_batch = 2\n"
+           "[cluster]\nhardware = \"" + file.string() + "\"\nnum_gpus = 64\n[[strategy]]\nname = \"fsdp\"\nstage = 1\n";
+  };
+  const test::Evaluated standard = test::evaluate_recipe(dense_on(write_profile("fleet-default", kH100SxmProfile)));
+  EXPECT_DOUBLE_EQ(standard.hardware->profile().speed_variation, 0.005);
+  const std::string identical_gpus = std::string(kH100SxmProfile) + "[fleet]\nspeed_variation = 0\n";
+  const test::Evaluated identical = test::evaluate_recipe(dense_on(write_profile("fleet-identical", identical_gpus)));
+  EXPECT_EQ(identical.number("time.slowest_gpu_s"), 0.0);
+  EXPECT_NEAR(standard.number("time.compute_s") / identical.number("time.compute_s"), 1 + 0.005 * 2.3437, 1e-5);
+  EXPECT_NEAR(standard.number("time.slowest_gpu_s"), standard.number("time.compute_s") - identical.number("time.compute_s"),
+              1e-9 * standard.number("time.compute_s"));
+  const std::string too_much = std::string(kH100SxmProfile) + "[fleet]\nspeed_variation = 0.7\n";
+  std::filesystem::path file = write_profile("fleet-too-much", too_much);
+  expect_error<InputError>([&] { test::evaluate_recipe(dense_on(file)); }, {file.string(), "fleet.speed_variation", "[0, 0.5]"});
+}
+
 TEST(TomlHardware, TheShippedExampleLoads) {
   auto evaluated = test::evaluate_recipe(recipe_on(PARAPLAN_SOURCE_DIR "/hardware/toml/examples/h100-pcie.toml"));
   EXPECT_EQ(std::get<std::string>(*evaluated.results.find("plan.hardware")), "h100-pcie");

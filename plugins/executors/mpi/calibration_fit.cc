@@ -330,6 +330,9 @@ std::string write_profile_toml(const MachineFigures& figures) {
   text += "[overlap]                # not measured by calibrate: 0 prices overlap as free\n";
   text += "compute_slowdown = 0\n\n";
 
+  text += "[fleet]                  # not measured by calibrate: 0 prices the ranks as identical\n";
+  text += "speed_variation = 0\n\n";
+
   text += "[[tiers]]                # every rank talks to every other through shared memory\n";
   text += "name = \"shared-memory\"\n";
   text += "domain_size = 0          # the only tier, so the outermost: unbounded\n";

@@ -27,7 +27,8 @@
  *        pp_plan_view_v1 += op_layer_kinds ... layer_count_entries; pp_plan_api_v1 +=
  *        insert_layer_op, add_layer_memory, set_layer_counts (structs the host hands plugins);
  *        pp_dtype += MXFP8, NVFP4; pp_hardware_profile += peak_flops_mxfp8, peak_flops_nvfp4,
- *        host_op_overhead_s, attention_efficiency_flash2, overlap_compute_slowdown; pp_training +=
+ *        host_op_overhead_s, attention_efficiency_flash2, overlap_compute_slowdown,
+ *        speed_variation; pp_training +=
  *        recompute_modules, cuda_graph_modules, master_weights, attention_kernel,
  *        recompute_num_layers, cpu_offloading_num_layers
  */

@@ -23,6 +23,10 @@
 //   to each domain holding one, which forwards it inside: each tier carries its own copies,
 //   at the same time (paraplan/token_routing.hpp counts them).
 //
+//   The slowest GPU: a synchronous step runs at the pace of its slowest GPU. GPUs of one part
+//   vary in sustained speed (the profile's speed_variation s, a coefficient of variation), so on
+//   N GPUs compute takes 1 + s E[max of N standard normals] times its mean time.
+//
 //   op_time(plan, binding, index) prices plan op `index` with these, as every bundled executor
 //   does; op_time(plan, binding, op) prices an op without its layer kind (a routed exchange then
 //   as a plain all-to-all of its buffer).
@@ -34,6 +38,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <numbers>
 #include <string>
 
 #include "paraplan/hardware.h"
@@ -394,6 +399,44 @@ inline double overlapped_elapsed_s(double compute_s, double overlapped_s, double
   return overlapped_elapsed_s(compute_s, overlapped_s, overlapped_s, slowdown);
 }
 
+// How much a GPU's speed varies across the fleet (ABI 1.6); 0 for a profile too short to say.
+inline double speed_variation(const pp_hardware_profile& profile) {
+  const bool declared = profile.struct_size >= offsetof(pp_hardware_profile, speed_variation) + sizeof(double);
+  return declared && profile.speed_variation > 0 ? profile.speed_variation : 0.0;
+}
+
+// E[max of n standard normal draws]: how many standard deviations the slowest of n GPUs lies
+// beyond the mean (0.5642 for 2, 1.5388 for 10, 3.2414 for 1000). The integral of
+// z n phi(z) Phi(z)^(n-1) by Simpson's rule; each thread keeps the last n it was asked for, since
+// every op of a plan asks the same.
+inline double expected_maximum_of_normals(int64_t n) {
+  if (n <= 1) return 0.0;
+  thread_local int64_t cached_n = 0;
+  thread_local double cached = 0.0;
+  if (n == cached_n) return cached;
+  constexpr double kLow = -8.0, kHigh = 9.0;
+  constexpr int kIntervals = 3400;  // even, for Simpson's rule; a step of 0.005
+  const double step = (kHigh - kLow) / kIntervals, draws = static_cast<double>(n);
+  double sum = 0.0;
+  for (int i = 0; i <= kIntervals; ++i) {
+    const double z = kLow + step * i;
+    const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
+    const double density = std::exp(-0.5 * z * z) / std::sqrt(2.0 * std::numbers::pi);
+    const double term = cdf > 0 ? z * draws * density * std::exp((draws - 1.0) * std::log(cdf)) : 0.0;
+    sum += term * (i == 0 || i == kIntervals ? 1.0 : (i % 2 ? 4.0 : 2.0));
+  }
+  cached_n = n;
+  cached = sum * step / 3.0;
+  return cached;
+}
+
+// A synchronous step waits for its slowest GPU: on `gpus` GPUs whose speeds vary by the profile's
+// coefficient of variation s, compute takes 1 + s E[max of gpus normals] times its mean time.
+inline double slowest_gpu_factor(const pp_hardware_profile& profile, int64_t gpus) {
+  const double variation = speed_variation(profile);
+  return variation > 0 ? 1.0 + variation * expected_maximum_of_normals(gpus) : 1.0;
+}
+
 // (1.6) An ALL_TO_ALL whose `k` > 0 is a routed exchange: each of the member's m tokens, n bytes
 // each, goes once to every member holding one of its k experts (bytes = m n D, D those members on
 // average) and once across the outer tier to every domain holding one.
@@ -410,22 +453,26 @@ inline double routed_exchange_time(const pp_hardware_binding_v1& hardware, const
                                    const routing::Routing& routing, int64_t group, int64_t stride);
 
 // Seconds for one instance of `op` on one rank, by the binding's cost functions: what every
-// executor charges for it. A backward GEMM carries both gradient GEMMs (flops = 2x forward): it
-// is priced at the forward shape and scaled by its work. Communication is priced over its axis's
+// executor charges for it. Compute (GEMMs, attention, memory-bound kernels) runs at the pace of
+// the plan's slowest GPU (slowest_gpu_factor); communication at the links'. A backward GEMM
+// carries both gradient GEMMs (flops = 2x forward): it is priced at the forward shape and scaled
+// by its work. Communication is priced over its axis's
 // degree and stride: `strides` (one per plan axis) when given, else the plan's own.
 inline double op_time(const PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_op& op,
                       const int64_t* strides = nullptr) {
   const pp_hardware_profile& profile = *hardware.profile;
+  const double slowest = slowest_gpu_factor(profile, plan.cluster().num_gpus);
   switch (op.kind) {
     case PP_OP_GEMM: {
       const double count = op.count > 0 ? op.count : 1.0;
       const double forward_flops = 2.0 * op.m * op.n * op.k * count;
       const double scale = forward_flops > 0 ? op.flops / forward_flops : 0.0;
-      return scale * count * gemm_time(hardware, op.m, op.n, op.k, op.dtype);
+      return slowest * scale * count * gemm_time(hardware, op.m, op.n, op.k, op.dtype);
     }
     case PP_OP_ATTENTION:
-      return op.flops / (peak_flops(profile, op.dtype) * attention_efficiency(profile, attention_kernel(plan.training()), op.k));
-    case PP_OP_MEMORY: return memory_time(profile, op.bytes);
+      return slowest * op.flops /
+             (peak_flops(profile, op.dtype) * attention_efficiency(profile, attention_kernel(plan.training()), op.k));
+    case PP_OP_MEMORY: return slowest * memory_time(profile, op.bytes);
     case PP_OP_COLLECTIVE: {
       const size_t index = static_cast<size_t>(op.axis);
       const pp_mesh_axis& axis = plan.axes()[index];

@@ -64,6 +64,13 @@ typedef struct pp_hardware_profile {
    * same GPU (NCCL's kernels take SMs and HBM bandwidth from the GEMMs they hide behind): 0.2 =
    * 20 % slower. 0 (and every profile of a plugin older than this field) = overlap is free. */
   double overlap_compute_slowdown;
+  /* ABI 1.6: how much one GPU's sustained speed varies across a fleet of the same part, as a
+   * coefficient of variation (manufacturing and power management: Sinha et al., SC22, measured
+   * about 8 % between the fastest and slowest GPUs of a cluster). A synchronous step runs at its
+   * slowest GPU's pace: on N GPUs its compute is speed_variation x E[max of N standard normals]
+   * slower (cost_model.hpp, slowest_gpu_factor). 0 (and every profile of a plugin older than
+   * this field) = identical GPUs. */
+  double speed_variation;
 } pp_hardware_profile;
 
 typedef struct pp_hardware_v1 {
