@@ -36,7 +36,10 @@
 #define PARAPLAN_COST_MODEL_HPP
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstddef>
 #include <numbers>
 #include <string>
@@ -273,18 +276,9 @@ inline double spanning_collective_time(const pp_tier& inner, const pp_tier& oute
   return std::min(ring, tree);
 }
 
-inline double hop_collective_time(const pp_hardware_profile& profile, pp_collective kind, double bytes,
-                                  int64_t group, int64_t stride);
-
-inline double default_collective_time(const pp_hardware_profile& profile, pp_collective kind, double bytes,
-                                      int64_t group, int64_t stride) {
-  if (group <= 1 || bytes <= 0 || profile.tier_count == 0) return 0.0;
-  return kCollectiveBaseLatencyS + hop_collective_time(profile, kind, bytes, group, stride);
-}
-
-// The collective's hops and bytes, without the kernel's base latency.
-inline double hop_collective_time(const pp_hardware_profile& profile, pp_collective kind, double bytes,
-                                  int64_t group, int64_t stride) {
+// A collective's hops and bytes, without the kernel's base latency.
+inline double collective_hops_time(const pp_hardware_profile& profile, pp_collective kind, double bytes,
+                                   int64_t group, int64_t stride) {
   stride = std::max<int64_t>(stride, 1);
   const pp_tier& inner = profile.tiers[0];
   uint32_t outer_index = tier_for_span(profile, stride * group);
@@ -301,6 +295,12 @@ inline double hop_collective_time(const pp_hardware_profile& profile, pp_collect
            std::max(inner_part / tier_bandwidth(inner), outer_part / tier_bandwidth(outer));
   }
   return spanning_collective_time(inner, outer, kind, bytes, ranks, local, domains);
+}
+
+inline double default_collective_time(const pp_hardware_profile& profile, pp_collective kind, double bytes,
+                                      int64_t group, int64_t stride) {
+  if (group <= 1 || bytes <= 0 || profile.tier_count == 0) return 0.0;
+  return kCollectiveBaseLatencyS + collective_hops_time(profile, kind, bytes, group, stride);
 }
 
 // Point-to-point: one message over the tier that separates ranks `stride` apart.
@@ -407,13 +407,9 @@ inline double speed_variation(const pp_hardware_profile& profile) {
 
 // E[max of n standard normal draws]: how many standard deviations the slowest of n GPUs lies
 // beyond the mean (0.5642 for 2, 1.5388 for 10, 3.2414 for 1000). The integral of
-// z n phi(z) Phi(z)^(n-1) by Simpson's rule; each thread keeps the last n it was asked for, since
-// every op of a plan asks the same.
-inline double expected_maximum_of_normals(int64_t n) {
+// z n phi(z) Phi(z)^(n-1) by Simpson's rule.
+inline double integrate_expected_maximum_of_normals(int64_t n) {
   if (n <= 1) return 0.0;
-  thread_local int64_t cached_n = 0;
-  thread_local double cached = 0.0;
-  if (n == cached_n) return cached;
   constexpr double kLow = -8.0, kHigh = 9.0;
   constexpr int kIntervals = 3400;  // even, for Simpson's rule; a step of 0.005
   const double step = (kHigh - kLow) / kIntervals, draws = static_cast<double>(n);
@@ -425,9 +421,21 @@ inline double expected_maximum_of_normals(int64_t n) {
     const double term = cdf > 0 ? z * draws * density * std::exp((draws - 1.0) * std::log(cdf)) : 0.0;
     sum += term * (i == 0 || i == kIntervals ? 1.0 : (i % 2 ? 4.0 : 2.0));
   }
-  cached_n = n;
-  cached = sum * step / 3.0;
-  return cached;
+  return sum * step / 3.0;
+}
+
+// The same, remembering the last n asked (every op of a plan asks the same): n and the value as
+// a float packed in one lock-free word, so threads share it without a lock and a plugin holds no
+// thread-local storage (which a sanitizer's leak check trips over once the plugin is unloaded).
+inline double expected_maximum_of_normals(int64_t n) {
+  if (n <= 1) return 0.0;
+  if (n > int64_t{UINT32_MAX}) return integrate_expected_maximum_of_normals(n);
+  static std::atomic<uint64_t> last{0};  // n in the high half, the value's float bits in the low
+  const uint64_t seen = last.load(std::memory_order_relaxed);
+  if (seen >> 32 == static_cast<uint64_t>(n)) return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(seen)));
+  const float value = static_cast<float>(integrate_expected_maximum_of_normals(n));
+  last.store(static_cast<uint64_t>(n) << 32 | std::bit_cast<uint32_t>(value), std::memory_order_relaxed);
+  return static_cast<double>(value);
 }
 
 // A synchronous step waits for its slowest GPU: on `gpus` GPUs whose speeds vary by the profile's
