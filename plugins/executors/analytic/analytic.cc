@@ -85,8 +85,8 @@ class Analytic : public paraplan::Executor {
     std::map<std::string, double> owners;
     for (const pp_mesh_axis& axis : plan.axes()) owners.emplace(axis.owner, 0.0);
     report_communication(results, stages, owners);
-    report_time(results, pace, stages[longest_tail], micro_batches, bubble_s, totals.step_s, pipeline, owners,
-                paraplan::cost::slowest_gpu_factor(profile, plan.cluster().num_gpus));
+    report_time(results, pace, stages[longest_tail], micro_batches, bubble_s, totals.step_s, pipeline, owners, profile,
+                plan.cluster().num_gpus);
     report_throughput(results, plan, stages, totals);
   }
 
@@ -142,12 +142,12 @@ class Analytic : public paraplan::Executor {
 
   static void report_time(const paraplan::ResultSink& results, const analytic::StageCost& pace,
                           const analytic::StageCost& tail, double micro_batches, double bubble_s, double step_s,
-                          const pp_pipeline& pipeline, std::map<std::string, double> exposed, double slowest_gpu_factor) {
+                          const pp_pipeline& pipeline, std::map<std::string, double> exposed,
+                          const pp_hardware_profile& profile, int64_t gpus) {
     results.number("time.step_s", step_s);
     const double compute_s = micro_batches * (pace.forward.compute_s + pace.backward.compute_s);
     results.number("time.compute_s", compute_s);
-    // Of that, what waiting for the slowest GPU adds (cost_model.hpp, slowest_gpu_factor).
-    results.number("time.slowest_gpu_s", compute_s * (1.0 - 1.0 / slowest_gpu_factor));
+    results.number("time.slowest_gpu_s", paraplan::cost::slowest_gpu_s(profile, gpus, compute_s));
     results.number("time.bubble_s", bubble_s);
     results.number("time.host_wait_s", micro_batches * (pace.forward.host_wait_s + pace.backward.host_wait_s));
     for (const auto& [owner, seconds] : pace.forward.exposed_by_owner()) exposed[owner] += micro_batches * seconds;

@@ -105,7 +105,7 @@ class Simulate : public paraplan::Executor {
     simulate::EventEngine engine(programs, mesh, profile, options);
     engine.run();
 
-    report_time(results, plan, programs, mesh, engine, paraplan::cost::slowest_gpu_factor(profile, plan.cluster().num_gpus));
+    report_time(results, plan, programs, mesh, engine, profile);
     report_streams(results, programs, mesh, engine);
     report_memory(results, programs, mesh, engine, profile);
     report_throughput(results, plan, engine.step_s(), profile);
@@ -151,7 +151,7 @@ class Simulate : public paraplan::Executor {
   // communication by owner and idle time.
   static void report_time(const paraplan::ResultSink& results, const paraplan::PlanView& plan,
                           const rank_program::ProgramSet& programs, const rank_program::RankMesh& mesh,
-                          const simulate::EventEngine& engine, double slowest_gpu_factor) {
+                          const simulate::EventEngine& engine, const pp_hardware_profile& profile) {
     double pipeline = 0;
     int32_t pace = 0;
     for (int32_t rank = 0; rank < mesh.size(); ++rank) {
@@ -166,7 +166,7 @@ class Simulate : public paraplan::Executor {
     results.number("time.step_s", step);
     results.number("time.pace_rank", static_cast<double>(mesh.global_rank(pace)));
     results.number("time.compute_s", record.compute_s);
-    results.number("time.slowest_gpu_s", record.compute_s * (1.0 - 1.0 / slowest_gpu_factor));
+    results.number("time.slowest_gpu_s", paraplan::cost::slowest_gpu_s(profile, plan.cluster().num_gpus, record.compute_s));
     results.number("time.optimizer_s", record.tail_compute_s);
     results.number("time.host_wait_s", record.host_wait_s);
     results.number("time.overlap_contention_s", record.contention_s);

@@ -445,6 +445,12 @@ inline double slowest_gpu_factor(const pp_hardware_profile& profile, int64_t gpu
   return variation > 0 ? 1.0 + variation * expected_maximum_of_normals(gpus) : 1.0;
 }
 
+// Of `compute_s` priced at the slowest of `gpus` GPUs' pace, the seconds that pace adds: what an
+// executor reports as time.slowest_gpu_s.
+inline double slowest_gpu_s(const pp_hardware_profile& profile, int64_t gpus, double compute_s) {
+  return compute_s * (1.0 - 1.0 / slowest_gpu_factor(profile, gpus));
+}
+
 // (1.6) An ALL_TO_ALL whose `k` > 0 is a routed exchange: each of the member's m tokens, n bytes
 // each, goes once to every member holding one of its k experts (bytes = m n D, D those members on
 // average) and once across the outer tier to every domain holding one.
@@ -469,18 +475,19 @@ inline double routed_exchange_time(const pp_hardware_binding_v1& hardware, const
 inline double op_time(const PlanView& plan, const pp_hardware_binding_v1& hardware, const pp_op& op,
                       const int64_t* strides = nullptr) {
   const pp_hardware_profile& profile = *hardware.profile;
-  const double slowest = slowest_gpu_factor(profile, plan.cluster().num_gpus);
+  // Compute only: communication never asks for the factor (the search reprices it per layout).
+  const auto at_slowest_pace = [&](double seconds) { return seconds * slowest_gpu_factor(profile, plan.cluster().num_gpus); };
   switch (op.kind) {
     case PP_OP_GEMM: {
       const double count = op.count > 0 ? op.count : 1.0;
       const double forward_flops = 2.0 * op.m * op.n * op.k * count;
       const double scale = forward_flops > 0 ? op.flops / forward_flops : 0.0;
-      return slowest * scale * count * gemm_time(hardware, op.m, op.n, op.k, op.dtype);
+      return at_slowest_pace(scale * count * gemm_time(hardware, op.m, op.n, op.k, op.dtype));
     }
     case PP_OP_ATTENTION:
-      return slowest * op.flops /
-             (peak_flops(profile, op.dtype) * attention_efficiency(profile, attention_kernel(plan.training()), op.k));
-    case PP_OP_MEMORY: return slowest * memory_time(profile, op.bytes);
+      return at_slowest_pace(op.flops / (peak_flops(profile, op.dtype) *
+                                         attention_efficiency(profile, attention_kernel(plan.training()), op.k)));
+    case PP_OP_MEMORY: return at_slowest_pace(memory_time(profile, op.bytes));
     case PP_OP_COLLECTIVE: {
       const size_t index = static_cast<size_t>(op.axis);
       const pp_mesh_axis& axis = plan.axes()[index];
