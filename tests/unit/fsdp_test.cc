@@ -178,5 +178,43 @@ TEST(Fsdp, Zero3HoldsTheRunningAndThePrefetchedLayerWhole) {
   EXPECT_NEAR(test::evaluate_recipe(in_place).number("memory.other_bytes"), prefetching.number("memory.other_bytes"), 1e-3);
 }
 
+// Under pipeline parallelism ZeRO-2 and ZeRO-3 run as PyTorch FSDP2 under
+// torch.distributed.pipelining runs them (the only engine that pipelines them): gradients
+// accumulate whole and are reduce-scattered once per step, and ZeRO-3's weights, gathered in the
+// step's first forward, stay gathered. So both move what the distributed optimizer (stage 1)
+// moves, one reduce-scatter and one all-gather per step, and hold whole gradients. Without a
+// pipeline, ZeRO-2 reduce-scatters every micro-batch: with bf16 gradients (as many bytes as the
+// weights) and m = 8 micro-batches it moves (m + 1) / 2 = 4.5 times stage 1's bytes.
+std::string pipelined_recipe(int stage, int pp) {
+  return "[model]\nlayers = 36\nhidden = 4096\nheads = 32\nvocab = 32000\nseq_len = 1024\n"
+         "[training]\nglobal_batch = 512\nmicro_batch = 1\nmain_grads = \"bf16\"\n"
+         "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 64\n" +
+         std::string(pp > 1 ? "[[strategy]]\nname = \"pp\"\ndegree = " + std::to_string(pp) + "\n" : "") +
+         "[[strategy]]\nname = \"fsdp\"\nstage = " + std::to_string(stage) + "\n";
+}
+
+TEST(Fsdp, UnderPipeliningGradientsSyncOncePerStep) {
+  const auto bytes = [](const test::Evaluated& run) { return run.number("comm.fsdp.bytes_per_gpu_per_step"); };
+  const test::Evaluated flat1 = test::evaluate_recipe(pipelined_recipe(1, 1));
+  const test::Evaluated flat2 = test::evaluate_recipe(pipelined_recipe(2, 1));
+  EXPECT_EQ(flat1.number("plan.num_micro_batches"), 8);
+  EXPECT_NEAR(bytes(flat2) / bytes(flat1), (8.0 + 1.0) / 2.0, 1e-12);
+
+  const test::Evaluated piped1 = test::evaluate_recipe(pipelined_recipe(1, 2));
+  EXPECT_EQ(piped1.number("plan.num_micro_batches"), 16);
+  for (int stage : {2, 3}) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    const test::Evaluated piped = test::evaluate_recipe(pipelined_recipe(stage, 2));
+    EXPECT_NEAR(bytes(piped) / bytes(piped1), 1.0, 1e-12);
+    EXPECT_NEAR(piped.number("memory.gradients_bytes") / piped1.number("memory.gradients_bytes"), 1.0, 1e-12);
+  }
+  // ZeRO-3 keeps the stage's layers gathered (2 bytes each) instead of two layers in flight; the
+  // busiest stage by hand: 18 layers and one end (the embedding, or the head with the final norm).
+  const double layer = 12 * kHidden * kHidden + 2 * kHidden, overhead = 1024.0 * 1024 * 1024;
+  const test::Evaluated piped3 = test::evaluate_recipe(pipelined_recipe(3, 2));
+  EXPECT_NEAR((piped3.number("memory.other_bytes") - overhead) / (2 * (18 * layer + kVocab * kHidden + kHidden)), 1.0,
+              1e-3);
+}
+
 }  // namespace
 }  // namespace paraplan::host

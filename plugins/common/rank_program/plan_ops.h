@@ -32,6 +32,12 @@ inline bool gathers_parameters(const pp_op& op) {
 inline bool reduces_gradients(const pp_op& op) {
   return communicates(op) && paraplan::has_prefix(op.name, PP_OP_PREFIX_GRAD);
 }
+// A parameter gather run once per step before the step's first forward (ZeRO-3 under
+// pipelining keeps the gathered weights through the step): the first forward pass over its
+// block issues it, not the tail.
+inline bool gathers_once_per_step(const pp_op& op) {
+  return gathers_parameters(op) && op.frequency == PP_PER_STEP && op.phase == PP_PHASE_FORWARD && op.scope != PP_SCOPE_STEP;
+}
 
 inline const char* transfer_word(const pp_op& op) {
   if (op.kind == PP_OP_SEND_RECV) return "send-recv";

@@ -35,6 +35,7 @@ struct Block {
   Part part;
   int64_t micro_batch;
   bool last_backward;  // the stage's last backward (or weight-gradient) pass over this chunk
+  bool first_forward;  // the stage's first forward pass over this chunk
   // A LAYER block's share of its chunk's layers (PlanView::op_share): among the first ones set
   // apart (recomputed or offloaded) or the rest; kAll when every layer is treated alike.
   paraplan::LayerShare share;
@@ -163,25 +164,29 @@ class StageBuilder {
   // Every block of every step, in execution order, so a block can prefetch the next one's parameters.
   void plan_blocks(const std::vector<pp_schedule_step>& steps) {
     const pp_phase final_backward = c_.split_backward ? PP_PHASE_WEIGHT_GRADIENT : PP_PHASE_BACKWARD;
-    std::vector<int32_t> last_backward(static_cast<size_t>(chunks()), -1);
-    for (size_t k = 0; k < steps.size(); ++k)
-      if (steps[k].phase == final_backward) last_backward[static_cast<size_t>(steps[k].chunk)] = static_cast<int32_t>(k);
+    std::vector<int32_t> last_backward(static_cast<size_t>(chunks()), -1), first_forward(static_cast<size_t>(chunks()), -1);
+    for (size_t k = 0; k < steps.size(); ++k) {
+      const size_t chunk = static_cast<size_t>(steps[k].chunk);
+      if (steps[k].phase == final_backward) last_backward[chunk] = static_cast<int32_t>(k);
+      if (steps[k].phase == PP_PHASE_FORWARD && first_forward[chunk] < 0) first_forward[chunk] = static_cast<int32_t>(k);
+    }
     for (size_t k = 0; k < steps.size(); ++k) {
       const pp_schedule_step& step = steps[k];
       const Part part = part_of(step.phase);
       const int32_t index = static_cast<int32_t>(k);
       const bool last = last_backward[static_cast<size_t>(step.chunk)] == index;
+      const bool first_pass = first_forward[static_cast<size_t>(step.chunk)] == index;
       const int64_t first = c_.first_layer[static_cast<size_t>(stage_)][static_cast<size_t>(step.chunk)];
       const int64_t count = c_.chunk_layers[static_cast<size_t>(stage_)][static_cast<size_t>(step.chunk)];
       std::vector<Block> order;
       if (holds(PP_SCOPE_EMBEDDING, step.chunk))
-        order.push_back({index, PP_SCOPE_EMBEDDING, -1, PP_EVERY_LAYER_KIND, part, step.micro_batch, last,
+        order.push_back({index, PP_SCOPE_EMBEDDING, -1, PP_EVERY_LAYER_KIND, part, step.micro_batch, last, first_pass,
                          paraplan::LayerShare::kAll});
       for (int64_t layer = first; layer < first + count; ++layer)
-        order.push_back({index, PP_SCOPE_LAYER, layer, c_.layer_kind[static_cast<size_t>(layer)], part, step.micro_batch, last,
+        order.push_back({index, PP_SCOPE_LAYER, layer, c_.layer_kind[static_cast<size_t>(layer)], part, step.micro_batch, last, first_pass,
                          share_of(layer - first)});
       if (holds(PP_SCOPE_HEAD, step.chunk))
-        order.push_back({index, PP_SCOPE_HEAD, -1, PP_EVERY_LAYER_KIND, part, step.micro_batch, last,
+        order.push_back({index, PP_SCOPE_HEAD, -1, PP_EVERY_LAYER_KIND, part, step.micro_batch, last, first_pass,
                          paraplan::LayerShare::kAll});
       if (part != Part::kForward) std::reverse(order.begin(), order.end());
       blocks_.insert(blocks_.end(), order.begin(), order.end());
@@ -274,6 +279,22 @@ class StageBuilder {
       const int32_t at = communicate({op}, c_.ops.seconds[op], block.step, block_label(op, block), /*overlapped=*/true);
       prefetched_[block_index].push_back(at);
     }
+    for (uint32_t op : once_per_step_gathers(block)) {
+      if (c_.plan.ops()[op].overlap != PP_OVERLAP_COMPUTE) continue;
+      const int32_t at = communicate({op}, c_.ops.seconds[op], block.step, block_label(op, block, /*per_step=*/true),
+                                     /*overlapped=*/true);
+      prefetched_[block_index].push_back(at);
+    }
+  }
+
+  // The block's gathers that run once per step (gathers_once_per_step), on its first forward pass.
+  std::vector<uint32_t> once_per_step_gathers(const Block& block) const {
+    std::vector<uint32_t> gathers;
+    if (!block.first_forward || block.part != Part::kForward) return gathers;
+    for (uint32_t op : c_.ops.per_step[static_cast<size_t>(block.scope - 1)])
+      if (gathers_once_per_step(c_.plan.ops()[op]) && runs_in(op, block.kind) && c_.ops.seconds[op] > 0)
+        gathers.push_back(op);
+    return gathers;
   }
 
   void emit_block(size_t block_index) {
@@ -291,6 +312,9 @@ class StageBuilder {
       if (gathers_parameters(gather) && gather.overlap != PP_OVERLAP_COMPUTE && block.part != Part::kWeightGradient)
         communicate({op}, c_.ops.seconds[op], block.step, block_label(op, block), false);
     }
+    for (uint32_t op : once_per_step_gathers(block))
+      if (c_.plan.ops()[op].overlap != PP_OVERLAP_COMPUTE)
+        communicate({op}, c_.ops.seconds[op], block.step, block_label(op, block, /*per_step=*/true), false);
     // Overlappable communication runs alongside the block's compute, wherever the plan lists it,
     // on the axis's second stream: an overlapped share is another micro-batch's exchange (ep's
     // batch-level overlap) or a ring's next block, which the engines issue on a stream of their
@@ -334,7 +358,7 @@ class StageBuilder {
     if (block.last_backward && block.part != Part::kInputGradient) {
       for (uint32_t op_index : c_.ops.per_step[static_cast<size_t>(block.scope - 1)]) {
         const pp_op& op = c_.plan.ops()[op_index];
-        if (op.overlap == PP_OVERLAP_COMPUTE && runs_in(op_index, block.kind))
+        if (op.overlap == PP_OVERLAP_COMPUTE && !gathers_once_per_step(op) && runs_in(op_index, block.kind))
           communicate({op_index}, c_.ops.seconds[op_index], block.step,
                       block_label(op_index, block, /*per_step=*/true), true, /*reduce=*/reduces_gradients(op));
       }
@@ -482,6 +506,7 @@ class StageBuilder {
       for (uint32_t op_index : c_.ops.per_step[static_cast<size_t>(scope - 1)]) {
         // Scope STEP has no block to drain behind: its per-step ops all run here.
         const pp_op& op = c_.plan.ops()[op_index];
+        if (gathers_once_per_step(op)) continue;  // the first forward pass issued it
         if (!communicates(op) || op.overlap != PP_OVERLAP_COMPUTE || scope == PP_SCOPE_STEP) tail_op(op_index);
       }
     }

@@ -152,12 +152,14 @@ class Analytic : public paraplan::Executor {
     results.number("time.host_wait_s", micro_batches * (pace.forward.host_wait_s + pace.backward.host_wait_s));
     for (const auto& [owner, seconds] : pace.forward.exposed_by_owner()) exposed[owner] += micro_batches * seconds;
     for (const auto& [owner, seconds] : pace.backward.exposed_by_owner()) exposed[owner] += micro_batches * seconds;
+    for (const auto& [owner, seconds] : tail.step_forward.exposed_by_owner()) exposed[owner] += seconds;
     for (const auto& [owner, seconds] : tail.step_backward.exposed_by_owner()) exposed[owner] += seconds;
     for (const auto& [owner, seconds] : tail.step_tail.critical_comm_s) exposed[owner] += seconds;
     for (const auto& [owner, seconds] : exposed) results.number("time.exposed_comm_s." + owner, seconds);
     results.number("time.overlap_contention_s",
                    micro_batches * (pace.forward.contention_s() + pace.backward.contention_s()) +
-                       tail.step_backward.contention_s() + tail.step_tail.contention_s());
+                       tail.step_forward.contention_s() + tail.step_backward.contention_s() +
+                       tail.step_tail.contention_s());
     results.number("time.optimizer_s", tail.step_tail.compute_s);
     results.number("pipeline.bubble_fraction", pipeline.bubble_fraction);
     results.number("pipeline.stages", static_cast<double>(pipeline.stages));

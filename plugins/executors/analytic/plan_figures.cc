@@ -12,7 +12,7 @@ namespace analytic {
 namespace {
 
 // Where an op's time goes (stage_cost.cc puts it in the same places).
-enum Bucket { kForward, kBackward, kStepBackward, kStepTail, kBucketCount };
+enum Bucket { kForward, kBackward, kStepForward, kStepBackward, kStepTail, kBucketCount };
 
 struct Sums {
   double compute = 0, critical = 0, overlappable = 0;
@@ -46,7 +46,7 @@ struct SlotLayout {
 Bucket bucket_of(const pp_op& op) {
   const bool per_step = op.frequency == PP_PER_STEP;
   switch (op.phase) {
-    case PP_PHASE_FORWARD: return per_step ? kStepBackward : kForward;
+    case PP_PHASE_FORWARD: return per_step ? kStepForward : kForward;
     case PP_PHASE_STEP: return kStepTail;
     case PP_PHASE_RECOMPUTE: return kBackward;
     default: return per_step ? kStepBackward : kBackward;
@@ -223,13 +223,15 @@ void plan_figures(const paraplan::PlanView& plan, const pp_hardware_binding_v1& 
     }
     double pace = 0, tail = 0;
     for (const StageShape& shape : shapes) {
-      Sums backward = combine(sums, shape, kBackward);
-      pace = std::max(pace, elapsed(combine(sums, shape, kForward), slowdown) + elapsed(backward, slowdown));
-      // Per-step gradient communication hides behind the last micro-batch's backward compute.
-      Sums step_backward = combine(sums, shape, kStepBackward);
+      Sums forward = combine(sums, shape, kForward), backward = combine(sums, shape, kBackward);
+      pace = std::max(pace, elapsed(forward, slowdown) + elapsed(backward, slowdown));
+      // Per-step parameter gathers hide behind the first micro-batch's forward compute, per-step
+      // gradient communication behind the last micro-batch's backward.
+      Sums step_forward = combine(sums, shape, kStepForward), step_backward = combine(sums, shape, kStepBackward);
+      step_forward.compute = forward.compute;
       step_backward.compute = backward.compute;
-      tail = std::max(tail, elapsed(step_backward, slowdown) - step_backward.compute +
-                                elapsed(combine(sums, shape, kStepTail), slowdown));
+      tail = std::max(tail, elapsed(step_forward, slowdown) - step_forward.compute + elapsed(step_backward, slowdown) -
+                                step_backward.compute + elapsed(combine(sums, shape, kStepTail), slowdown));
     }
     const double step = step_s(micro_batches, pace, pipeline.bubble_fraction, tail);
     pp_plan_figures& out = figures[layout];

@@ -82,7 +82,7 @@ StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v
     switch (op.phase) {
       case PP_PHASE_FORWARD:
         if (counts_as_model) cost.model_flops_per_micro_batch += times * op.flops;
-        add_to_phase(per_step ? cost.step_backward : cost.forward, op, seconds);
+        add_to_phase(per_step ? cost.step_forward : cost.forward, op, seconds);
         break;
       case PP_PHASE_BACKWARD:
       case PP_PHASE_WEIGHT_GRADIENT:  // not used by ops, but counted as backward if a plugin does
@@ -120,10 +120,12 @@ StageCost cost_stage(const paraplan::PlanView& plan, const pp_hardware_binding_v
     }
     if (kinds == 0) break;
   }
-  // Per-step gradient communication hides behind the last micro-batch's backward compute.
+  // Per-step parameter gathers hide behind the first micro-batch's forward compute, per-step
+  // gradient communication behind the last micro-batch's backward.
+  cost.step_forward.compute_s = cost.forward.compute_s + cost.forward.host_wait_s;
   cost.step_backward.compute_s = cost.backward.compute_s + cost.backward.host_wait_s;
   const double slowdown = paraplan::cost::overlap_compute_slowdown(*hardware.profile);
-  for (PhaseCost* phase : {&cost.forward, &cost.backward, &cost.step_backward, &cost.step_tail})
+  for (PhaseCost* phase : {&cost.forward, &cost.backward, &cost.step_forward, &cost.step_backward, &cost.step_tail})
     phase->overlap_slowdown = slowdown;
   return cost;
 }

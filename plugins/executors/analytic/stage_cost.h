@@ -81,6 +81,7 @@ struct PhaseCost {
 struct StageCost {
   PhaseCost forward;       // one micro-batch
   PhaseCost backward;      // one micro-batch, recompute included
+  PhaseCost step_forward;  // once per step, overlapping the first micro-batch's forward (gathers)
   PhaseCost step_backward; // once per step, overlapping the last micro-batch's backward
   PhaseCost step_tail;     // once per step after the last micro-batch (optimizer, STEP comm)
   double model_flops_per_micro_batch = 0;  // forward + backward GEMM/attention flops, no recompute
@@ -90,8 +91,12 @@ struct StageCost {
          other_bytes = 0;
 
   double micro_batch_s() const { return forward.elapsed_s() + backward.elapsed_s(); }
-  // After the last micro-batch: the gradient reduction left exposed, then the optimizer update.
-  double tail_s() const { return step_backward.elapsed_s() - step_backward.compute_s + step_tail.elapsed_s(); }
+  // Once per step: the first forward's parameter gathers and the gradient reduction left exposed,
+  // then the optimizer update.
+  double tail_s() const {
+    return step_forward.elapsed_s() - step_forward.compute_s + step_backward.elapsed_s() - step_backward.compute_s +
+           step_tail.elapsed_s();
+  }
 };
 
 // Stage `stage`'s costs (the host's issue time included: the GPU's wait per layer pass): each op and item as often as the stage holds its scope and layer kind

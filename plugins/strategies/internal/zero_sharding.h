@@ -21,6 +21,9 @@
 // ranks of a cp group hold the same weights too: stages 1-3 shard over dp x cp (Megatron-LM's
 // distributed optimizer, Megatron-FSDP and torchtitan's FSDP2 on its dp_shard_cp mesh), their
 // collectives running over "cp" too; stage 0 all-reduces the full gradients over "cp".
+// Under pipeline parallelism stages 2 and 3 synchronise once per step (`syncs_per_step`): the
+// only engine that runs them with a pipeline, PyTorch FSDP2 under torch.distributed.pipelining,
+// holds gradients and gathered weights whole from a step's first micro-batch to its last.
 //
 //   paraplan::strategies::ZeroSharding zero("fsdp", /*stage=*/3, /*overlap=*/true);
 //   int32_t dp = plan.add_axis("dp", degree, "fsdp");
@@ -95,6 +98,7 @@ class ZeroSharding {
     // (parallel_dims.py) and Megatron-FSDP on the dp-cp group.
     const bool over_cp = stage_ >= 1 && cp > 1;
     const double dense_shards = over_cp ? dp * cp : dp;
+    const bool per_step = syncs_per_step(view);
     // ep carves "edp" out of cp x dp (ep.cc), so expert state already spans the cp ranks; without
     // ep the experts are replicated like dense state.
     const double expert_shards =
@@ -104,14 +108,28 @@ class ZeroSharding {
     const ModelState state{state_bytes(view, /*experts=*/false), state_bytes(view, /*experts=*/true), dense_shards};
     std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
     std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
-    shard(plan, memory, ops, dense_shards, expert_shards);
+    shard(plan, memory, ops, dense_shards, expert_shards, per_step);
 
-    if (dp > 1) add_communication(plan, group_axis, state.dense);
-    if (edp_axis >= 0 && expert_shards > 1) add_communication(plan, edp_axis, state.experts);
-    if (edp_axis < 0 && dp > 1) add_communication(plan, group_axis, state.experts);
-    if (cp > 1) add_context_parallel_communication(plan, cp_axis, state, dp, edp_axis < 0);
-    if (stage_ == 3) add_gathered_buffers(plan, state, dense_shards > 1, expert_shards > 1);
+    if (dp > 1) add_communication(plan, group_axis, state.dense, per_step);
+    if (edp_axis >= 0 && expert_shards > 1) add_communication(plan, edp_axis, state.experts, per_step);
+    if (edp_axis < 0 && dp > 1) add_communication(plan, group_axis, state.experts, per_step);
+    if (cp > 1) add_context_parallel_communication(plan, cp_axis, state, dp, edp_axis < 0, per_step);
+    if (stage_ == 3) add_gathered_buffers(plan, state, dense_shards > 1, expert_shards > 1, per_step);
     return state;
+  }
+
+  // Whether stages 2 and 3 reduce gradients once per step instead of every micro-batch. They do
+  // under pipeline parallelism: torch.distributed.pipelining runs every backward of a step but
+  // the last with FSDP2's set_requires_gradient_sync(False) and set_reshard_after_backward(False)
+  // (stage.py, backward_maybe_with_nosync), and torchtitan keeps parameters gathered after
+  // forward when pp > 1 (reshard_after_forward's "default" policy). Gradients then accumulate
+  // whole, reduce-scattered once, and stage 3 gathers each layer once per step. No other engine
+  // pipelines ZeRO-2/3 (DeepSpeed's pipeline engine takes stages 0-1, Megatron-LM's FSDP refuses
+  // pp), so this is the rule, not a choice. The Llama 3 paper's 4D parallelism is this case: its
+  // data-parallel ranks "synchronize after each training step" (Dubey et al. 2024, §3.3.2).
+  bool syncs_per_step(const PlanView& view) const {
+    const int32_t pp_axis = view.axis_index(PP_AXIS_PP);
+    return stage_ >= 2 && pp_axis >= 0 && view.axes()[static_cast<size_t>(pp_axis)].degree > 1;
   }
 
   // Appends one collective owned by this strategy; `overlap` lets it hide behind compute unless it
@@ -149,12 +167,13 @@ class ZeroSharding {
   }
 
   // Divides each sharded item (and the optimizer update) by the ranks it is spread over.
+  // Gradients synchronised once per step are held whole until then.
   void shard(PlanEditor& plan, const std::vector<pp_memory_item>& memory, const std::vector<pp_op>& ops,
-             double dense_shards, double expert_shards) const {
+             double dense_shards, double expert_shards, bool per_step) const {
     for (uint32_t i = 0; i < memory.size(); ++i) {
       pp_memory_item item = memory[i];
       bool sharded = (item.kind == PP_MEMORY_OPTIMIZER && stage_ >= 1) ||
-                     (item.kind == PP_MEMORY_GRADIENTS && stage_ >= 2) ||
+                     (item.kind == PP_MEMORY_GRADIENTS && stage_ >= 2 && !per_step) ||
                      (item.kind == PP_MEMORY_PARAMETERS && stage_ >= 3);
       if (!sharded) continue;
       item.bytes /= is_expert_state(item.name) ? expert_shards : dense_shards;
@@ -177,22 +196,21 @@ class ZeroSharding {
   // and reduce-scatters the 1/dp gradient shard, every micro-batch; stage 0 all-reduces the full
   // gradients. Expert state joins only when it is not already reduced over an "edp" that spans cp.
   void add_context_parallel_communication(PlanEditor& plan, int32_t cp_axis, const ModelState& state, double dp,
-                                          bool with_experts) const {
+                                          bool with_experts, bool per_step) const {
     const double share = stage_ >= 1 ? 1.0 / dp : 1.0;
+    const pp_frequency reduction = stage_ == 1 || per_step ? PP_PER_STEP : PP_PER_MICRO_BATCH;
     for (size_t i = 0; i < state.dense.slots.size(); ++i) {
       const double gradients = (state.dense.gradients[i] + (with_experts ? state.experts.gradients[i] : 0.0)) * share;
       const double weights = (state.dense.weights[i] + (with_experts ? state.experts.weights[i] : 0.0)) * share;
       if (stage_ == 1 || stage_ == 2) {
         add(plan, cp_axis, state.dense.slots[i], PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD,
-            stage_ == 1 ? PP_PER_STEP : PP_PER_MICRO_BATCH, gradients);
+            reduction, gradients);
         add(plan, cp_axis, state.dense.slots[i], PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_STEP, PP_PER_STEP,
             weights);
       } else if (stage_ == 3) {
-        for (pp_phase phase : {PP_PHASE_FORWARD, PP_PHASE_BACKWARD})
-          add(plan, cp_axis, state.dense.slots[i], PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, phase,
-              PP_PER_MICRO_BATCH, weights);
+        add_stage3_gathers(plan, cp_axis, state.dense.slots[i], weights, per_step);
         add(plan, cp_axis, state.dense.slots[i], PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD,
-            PP_PER_MICRO_BATCH, gradients);
+            reduction, gradients);
       } else {
         add(plan, cp_axis, state.dense.slots[i], PP_OP_GRAD_ALL_REDUCE_CP, PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD,
             PP_PER_STEP, gradients);
@@ -207,8 +225,10 @@ class ZeroSharding {
   // stage: (1 + prefetch) x the largest layer's weights + its gradients. The embedding and the
   // head stay gathered from their forward to their backward (FSDP2 does not reshard the root
   // module, which holds them, after forward), on the stages that hold them. Only sharded state is
-  // gathered: experts that ep left whole on their rank (edp = 1) are held anyway.
-  void add_gathered_buffers(PlanEditor& plan, const ModelState& state, bool dense_sharded, bool experts_sharded) const {
+  // gathered: experts that ep left whole on their rank (edp = 1) are held anyway. Synchronised
+  // once per step, every layer stays gathered through the step (its gradients are whole already).
+  void add_gathered_buffers(PlanEditor& plan, const ModelState& state, bool dense_sharded, bool experts_sharded,
+                            bool per_step) const {
     if (!dense_sharded && !experts_sharded) return;
     const double layers_in_flight = overlap_ ? 2.0 : 1.0;
     double layer_bytes = 0;
@@ -217,7 +237,11 @@ class ZeroSharding {
       const double gradients =
           (dense_sharded ? state.dense.gradients[i] : 0.0) + (experts_sharded ? state.experts.gradients[i] : 0.0);
       const pp_scope scope = state.dense.slots[i].scope;
-      if (scope == PP_SCOPE_LAYER) {
+      if (scope == PP_SCOPE_LAYER && per_step) {
+        if (weights > 0)
+          plan.add_layer_memory(make_memory_item(PP_MEMORY_OTHER, scope, PP_MEMORY_ZERO3_GATHERED, owner_, weights),
+                                state.dense.slots[i].kind);
+      } else if (scope == PP_SCOPE_LAYER) {
         layer_bytes = std::max(layer_bytes, layers_in_flight * weights + gradients);
       } else if (weights > 0) {
         plan.add_memory(make_memory_item(PP_MEMORY_OTHER, scope, PP_MEMORY_ZERO3_GATHERED, owner_, weights));
@@ -227,8 +251,20 @@ class ZeroSharding {
       plan.add_memory(make_memory_item(PP_MEMORY_OTHER, PP_SCOPE_STEP, PP_MEMORY_ZERO3_GATHERED, owner_, layer_bytes));
   }
 
+  // Stage 3's weight gathers: before each micro-batch's forward and backward, or once per step
+  // (before the step's first forward) when the weights stay gathered through it.
+  void add_stage3_gathers(PlanEditor& plan, int32_t axis, StateSlot slot, double weights, bool per_step) const {
+    if (per_step) {
+      add(plan, axis, slot, PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_FORWARD, PP_PER_STEP, weights);
+      return;
+    }
+    for (pp_phase phase : {PP_PHASE_FORWARD, PP_PHASE_BACKWARD})
+      add(plan, axis, slot, PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, phase, PP_PER_MICRO_BATCH, weights);
+  }
+
   // One set of collectives per slot that holds state (embedding, each kind of layer, head).
-  void add_communication(PlanEditor& plan, int32_t axis, const StateBytes& state) const {
+  void add_communication(PlanEditor& plan, int32_t axis, const StateBytes& state, bool per_step) const {
+    const pp_frequency reduction = stage_ == 1 || per_step ? PP_PER_STEP : PP_PER_MICRO_BATCH;
     for (size_t i = 0; i < state.slots.size(); ++i) {
       const StateSlot scope = state.slots[i];
       const double weights = state.weights[i], gradients = state.gradients[i];
@@ -240,17 +276,14 @@ class ZeroSharding {
           break;
         case 1:
         case 2:
-          add(plan, axis, scope, PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD,
-              stage_ == 1 ? PP_PER_STEP : PP_PER_MICRO_BATCH, gradients);
+          add(plan, axis, scope, PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD, reduction,
+              gradients);
           add(plan, axis, scope, PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_STEP, PP_PER_STEP, weights);
           break;
         default:
-          add(plan, axis, scope, PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_FORWARD,
-              PP_PER_MICRO_BATCH, weights);
-          add(plan, axis, scope, PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_BACKWARD,
-              PP_PER_MICRO_BATCH, weights);
-          add(plan, axis, scope, PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD,
-              PP_PER_MICRO_BATCH, gradients);
+          add_stage3_gathers(plan, axis, scope, weights, per_step);
+          add(plan, axis, scope, PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD, reduction,
+              gradients);
           break;
       }
     }
