@@ -128,5 +128,17 @@ TEST(ExportDeepspeed, ActivationOffloadIsReported) {
   EXPECT_TRUE(mentions(offloaded.unexpressed, "cpu_offloading_num_layers = 4"));
 }
 
+// DeepSpeed's pipeline engine takes ZeRO 0-1. ZeRO-2 under pp is priced as ZeRO-1 already
+// (gradients whole, reduced once per step: docs/cost-model.md), so its ZeRO-1 export runs the
+// evaluated plan and says nothing; ZeRO-3's weights, gathered once and held, are another plan.
+TEST(ExportDeepspeed, PipelinedZero2IsZero1AndZero3IsReported) {
+  const ExportResult stage2 = test::export_recipe(kDense, "deepspeed", {"strategy.fsdp.stage=2"});
+  EXPECT_EQ(config_of(stage2).at("zero_optimization").at("stage").get<int64_t>(), 1);
+  EXPECT_FALSE(mentions(stage2.unexpressed, "with pipeline parallelism")) << joined(stage2.unexpressed, "\n");
+  const ExportResult stage3 = test::export_recipe(kDense, "deepspeed", {"strategy.fsdp.stage=3"});
+  EXPECT_EQ(config_of(stage3).at("zero_optimization").at("stage").get<int64_t>(), 1);
+  EXPECT_TRUE(mentions(stage3.unexpressed, "ZeRO-3 with pipeline parallelism"));
+}
+
 }  // namespace
 }  // namespace paraplan::host

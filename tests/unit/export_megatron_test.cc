@@ -430,6 +430,20 @@ TEST(ExportMegatron, FullShardingWithoutPipelineRunsTorchFsdp2) {
   EXPECT_TRUE(has(stage2.script, "--torch-fsdp2-no-reshard-after-forward"));
 }
 
+// FSDP2 runs without pipeline parallelism only. ZeRO-2 under pp is priced as the distributed
+// optimizer already (docs/cost-model.md), so that export is exact and says nothing; ZeRO-3's
+// held weights are reported.
+TEST(ExportMegatron, PipelinedZero2IsTheDistributedOptimizerAndZero3IsReported) {
+  const Export stage2 = export_file("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml", {"strategy.fsdp.stage=2"});
+  EXPECT_TRUE(has(stage2.script, "--use-distributed-optimizer"));
+  EXPECT_FALSE(has(stage2.script, "--use-torch-fsdp2"));
+  EXPECT_TRUE(stage2.unexpressed.empty());
+  const Export stage3 = export_file("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml", {"strategy.fsdp.stage=3"});
+  EXPECT_TRUE(has(stage3.script, "--use-distributed-optimizer"));
+  ASSERT_EQ(stage3.unexpressed.size(), 1u);
+  EXPECT_NE(stage3.unexpressed[0].find("fsdp stage 3"), std::string::npos);
+}
+
 TEST(ExportMegatron, ExporterParametersAndPrecision) {
   const Export exported = export_file("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml",
                                       {"export.megatron.train_iters=7", "export.megatron.megatron_path=/opt/mlm",

@@ -15,7 +15,8 @@
 //   hsdp stage 3 -> ZeRO-3 with MiCS (mics_shard_size = shard group, replicas across groups);
 //   hsdp stages 1, 2 -> unexpressed (MiCS needs ZeRO-3), ZeRO-s over all data-parallel ranks
 //   pp -> pipeline {stages, partition}; the training script builds PipelineModule(num_stages=p);
-//   DeepSpeed's pipeline engine runs 1F1B only and takes ZeRO stage 0 or 1
+//   DeepSpeed's pipeline engine runs 1F1B only and takes ZeRO stage 0 or 1: stages 2-3 exported
+//   as 1, reported unless the plan already prices them as 1 (ZeRO-2 under pp: zero1_equivalent.h)
 //   recompute full -> activation_checkpointing (+ pipeline.activation_checkpoint_interval 1);
 //   selective -> unexpressed
 //   tp -> tensor_parallel.autotp_size, reported (AutoTP, not Megatron TP); sp ulysses ->
@@ -30,6 +31,7 @@
 
 #include "paraplan/host_issue.hpp"
 #include "paraplan/sdk.hpp"
+#include "plugins/exporters/internal/zero1_equivalent.h"
 
 namespace {
 
@@ -118,9 +120,12 @@ class DeepSpeed : public paraplan::Exporter {
       overlap = fsdp->flag("overlap");
     }
     if (pp > 1 && stage >= 2) {
-      unexpressed.push_back("ZeRO-" + std::to_string(stage) +
-                            " with pipeline parallelism: DeepSpeed's pipeline engine takes ZeRO stage 0 or 1 only; "
-                            "exported as ZeRO-1");
+      // ZeRO-2 under pp already moves its state as ZeRO-1 does; ZeRO-3's held weights do not.
+      const char* owner = hsdp ? PP_STRATEGY_HSDP : PP_STRATEGY_FSDP;
+      if (!paraplan::exporters::moves_state_as_zero1(plan, owner))
+        unexpressed.push_back("ZeRO-" + std::to_string(stage) +
+                              " with pipeline parallelism: DeepSpeed's pipeline engine takes ZeRO stage 0 or 1 only; "
+                              "exported as ZeRO-1");
       stage = 1;
       mics_group = 0;
     }

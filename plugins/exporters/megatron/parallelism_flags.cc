@@ -21,7 +21,8 @@
 //         --no-gradient-accumulation-fusion, which FSDP2 requires); stage 2: FSDP2 without
 //         resharding after forward (--torch-fsdp2-no-reshard-after-forward, "ZeRO-2" in
 //         arguments.py); FSDP2 runs neither with pipeline nor expert parallelism, so there
-//         stages 2 and 3 fall back to the distributed optimizer and are reported
+//         stages 2 and 3 fall back to the distributed optimizer and are reported, except
+//         stage 2 under pp, which the plan already prices as stage 1 (zero1_equivalent.h)
 //   hsdp  stage 1: --use-distributed-optimizer --num-distributed-optimizer-instances R (the
 //         optimizer state sharded within each of R groups, replicated across them); stages 2
 //         and 3 have no hybrid form in these flags: exported as stage 1 and reported
@@ -29,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "plugins/exporters/internal/zero1_equivalent.h"
 #include "translation.h"
 
 namespace paraplan_megatron {
@@ -160,9 +162,11 @@ bool translate_data_parallel(const paraplan::PlanView& plan, const Strategy& str
     return false;
   }
   if (pipeline > 1 || experts > 1) {
-    out.unexpressed.push_back("fsdp stage " + std::to_string(stage) + ": Megatron-LM's --use-torch-fsdp2 runs " +
-                              "neither with pipeline nor with expert parallelism (validate_args); exported as "
-                              "the distributed optimizer (stage 1)");
+    // ZeRO-2 under pp already moves its state as the distributed optimizer does: nothing differs.
+    if (!paraplan::exporters::moves_state_as_zero1(plan, PP_STRATEGY_FSDP))
+      out.unexpressed.push_back("fsdp stage " + std::to_string(stage) + ": Megatron-LM's --use-torch-fsdp2 runs " +
+                                "neither with pipeline nor with expert parallelism (validate_args); exported as "
+                                "the distributed optimizer (stage 1)");
     distributed_optimizer();
     return false;
   }
