@@ -19,6 +19,7 @@ namespace {
 
 constexpr int kFormat = 1;
 constexpr size_t kMaxEntries = 4096;   // a cache past this is started afresh
+constexpr size_t kPruneAbove = 256;    // a cache read with more entries drops the stale ones
 constexpr uintmax_t kMaxCacheBytes = 8u << 20;
 
 std::string host_tag() { return "ABI " + std::to_string(PP_ABI_MAJOR) + "." + std::to_string(PP_ABI_MINOR); }
@@ -62,8 +63,12 @@ PluginScanCache PluginScanCache::open() { return PluginScanCache(default_cache_f
 
 PluginScanCache::PluginScanCache(std::filesystem::path file) : file_(std::move(file)) {
   if (file_.empty() || !trusted_cache(file_)) return;
+  // Read whole, then parsed from memory: nlohmann's stream adapter takes a virtual call per
+  // character, which made reading the cache most of a one-plan command.
   std::ifstream in(file_, std::ios::binary);
-  const nlohmann::json document = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::ostringstream text;
+  text << in.rdbuf();
+  const nlohmann::json document = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (!document.is_object() || document.value("format", 0) != kFormat || document.value("host", "") != host_tag() ||
       !document.contains("entries") || !document["entries"].is_object())
     return;
@@ -88,6 +93,9 @@ PluginScanCache::PluginScanCache(std::filesystem::path file) : file_(std::move(f
   } catch (const nlohmann::json::exception&) {
     entries_.clear();  // a damaged cache is a cold cache
   }
+  // A cache written before save() dropped stale entries may hold thousands: drop them once.
+  if (entries_.size() > kPruneAbove)
+    changed_ = std::erase_if(entries_, [](const auto& entry) { return stamp_of(entry.first) != entry.second.stamp; }) > 0;
 }
 
 std::optional<CachedProbe> PluginScanCache::lookup(const std::filesystem::path& file, const FileStamp& stamp) const {
@@ -107,6 +115,9 @@ void PluginScanCache::save() const {
   if (file_.empty() || !changed_) return;
   nlohmann::json entries = nlohmann::json::object();
   for (const auto& [path, entry] : entries_) {
+    // Files deleted or changed since they were probed would be probed anew anyway; kept, they
+    // made every later command read them (temporary plugin directories pile up by the thousand).
+    if (stamp_of(path) != entry.stamp) continue;
     nlohmann::json item = entry.probe.record ? record_json(*entry.probe.record) : nlohmann::json{{"refusal", entry.probe.refusal}};
     item["size"] = entry.stamp.size;
     item["mtime_ns"] = entry.stamp.mtime_ns;
@@ -115,7 +126,7 @@ void PluginScanCache::save() const {
     entries[path] = std::move(item);
   }
   const nlohmann::json document = {{"format", kFormat}, {"host", host_tag()}, {"entries", std::move(entries)}};
-  const std::string text = document.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  const std::string text = document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::error_code error;
   std::filesystem::create_directories(file_.parent_path(), error);
   const std::string temporary = file_.string() + ".tmp." + std::to_string(getpid());

@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "host/plugin/plugin_catalog.h"
 #include "host/plugin/plugin_scan_cache.h"
@@ -95,6 +97,70 @@ TEST(PluginScanCache, AnAnswerIsKeptUntilTheFileChanges) {
   // A cache someone else could have written is not believed.
   fs::permissions(cache, fs::perms::others_write, fs::perm_options::add);
   EXPECT_FALSE(PluginScanCache(cache).lookup(hang, *stamp_of(hang)));
+}
+
+// Entries of files deleted or changed since are dropped when the cache is next written, so it
+// holds what a scan can use, not every temporary plugin directory it ever saw.
+TEST(PluginScanCache, FilesThatAreGoneLeaveTheCache) {
+  Scratch scratch;
+  const fs::path kept = scratch.copy(ZOO("zoo_hang"));
+  const fs::path gone = scratch.copy(ZOO("zoo_crash"));
+  const fs::path added = scratch.copy(ZOO("zoo_abort"));
+  const fs::path cache = scratch.directory / "cache.json";
+  const FileStamp kept_stamp = *stamp_of(kept), gone_stamp = *stamp_of(gone);
+  {
+    PluginScanCache store(cache);
+    store.store(kept, kept_stamp, CachedProbe{std::nullopt, "kept"});
+    store.store(gone, gone_stamp, CachedProbe{std::nullopt, "gone"});
+    store.save();
+  }
+  ASSERT_TRUE(PluginScanCache(cache).lookup(gone, gone_stamp));
+  fs::remove(gone);
+  {
+    PluginScanCache store(cache);
+    store.store(added, *stamp_of(added), CachedProbe{std::nullopt, "added"});
+    store.save();
+  }
+  const PluginScanCache reread(cache);
+  EXPECT_FALSE(reread.lookup(gone, gone_stamp));
+  ASSERT_TRUE(reread.lookup(kept, kept_stamp));
+  EXPECT_EQ(reread.lookup(kept, kept_stamp)->refusal, "kept");
+  EXPECT_TRUE(reread.lookup(added, *stamp_of(added)));
+}
+
+// A cache grown before stale entries were dropped (hundreds of deleted temporary plugins) is
+// cleaned when read, and written back with only what still exists.
+TEST(PluginScanCache, AnOverfullCacheIsCleanedWhenRead) {
+  Scratch scratch;
+  const fs::path kept = scratch.copy(ZOO("zoo_hang"));
+  const fs::path cache = scratch.directory / "cache.json";
+  const FileStamp stamp = *stamp_of(kept);
+  {
+    PluginScanCache store(cache);
+    store.store(kept, stamp, CachedProbe{std::nullopt, "kept"});
+    store.save();
+  }
+  // 300 entries of files that no longer exist, as an older host left them.
+  std::ifstream in(cache);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string entry = R"({"refusal":"gone","size":1,"mtime_ns":1,"inode":1,"device":1})";
+  std::string stale;
+  for (int i = 0; i < 300; ++i) stale += "\"" + (scratch.directory / ("gone" + std::to_string(i) + ".so")).string() + "\":" + entry + ",";
+  text.insert(text.find("\"entries\":{") + 11, stale);
+  std::ofstream(cache, std::ios::trunc) << text;
+  const auto entries_written = [&] {
+    std::ifstream again(cache);
+    const std::string now((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+    return static_cast<size_t>(std::count(now.begin(), now.end(), '{')) - 2;  // the document and "entries"
+  };
+  ASSERT_EQ(entries_written(), 301u);
+  {
+    PluginScanCache reread(cache);
+    EXPECT_FALSE(reread.lookup(scratch.directory / "gone7.so", FileStamp{1, 1, 1, 1}));
+    ASSERT_TRUE(reread.lookup(kept, stamp));
+    reread.save();
+  }
+  EXPECT_EQ(entries_written(), 1u);
 }
 
 TEST(PluginTrust, WritableByEveryoneOrForeignIsRefused) {
