@@ -187,5 +187,29 @@ TEST(ValidationAccuracy, FsdpAgainst3dRankedAsMeasured) {
   EXPECT_EQ(pairs, 6u);
 }
 
+// The same over vTrain's multi-node runs: where one model on one GPU count was measured both with
+// data parallelism alone and with tensor or pipeline parallelism (the 3.6B GPT on 64 A100: three
+// data-parallel runs, 23 with TP or PP), every pair is ordered as measured.
+TEST(ValidationAccuracy, DataParallelAgainst3dRankedAsMeasuredOnVtrain) {
+  const std::vector<MeasuredRun> runs = read_measured_runs(PARAPLAN_RECIPES_DIR "/validation/vtrain-multi-node.csv");
+  const std::vector<Prediction> predictions = predict_runs(runs, test::bundled_catalog(), 0);
+  std::map<std::pair<int64_t, int64_t>, std::vector<const Prediction*>> data_parallel, three_d;
+  for (const Prediction& prediction : predictions) {
+    ASSERT_TRUE(prediction.evaluated()) << prediction.run->id;
+    const MeasuredRun& run = *prediction.run;
+    auto& side = run.tp == 1 && run.pp == 1 ? data_parallel : three_d;
+    side[{run.hidden, run.num_gpus}].push_back(&prediction);
+  }
+  size_t pairs = 0;
+  for (const auto& [group, plain] : data_parallel)
+    for (const Prediction* a : plain)
+      for (const Prediction* b : three_d[group]) {
+        // iteration_s: lower is faster.
+        EXPECT_EQ(a->run->value < b->run->value, *a->predicted < *b->predicted) << a->run->id << " vs " << b->run->id;
+        ++pairs;
+      }
+  EXPECT_EQ(pairs, 3u * 23u);
+}
+
 }  // namespace
 }  // namespace paraplan::host
