@@ -33,6 +33,8 @@ const std::set<std::string> kMegatronFlags = {
     "--optimizer", "--sequence-parallel", "--no-gradient-accumulation-fusion", "--use-flash-attn",
     // _add_learning_rate_args
     "--lr",
+    // _add_regularization_args (from 2026 generated from TransformerConfig's fields of these names)
+    "--attention-dropout", "--hidden-dropout",
     // _add_mixed_precision_args
     "--fp16", "--bf16",
     // _add_transformer_engine_args
@@ -428,6 +430,18 @@ TEST(ExportMegatron, FullShardingWithoutPipelineRunsTorchFsdp2) {
   const Export stage2 =
       export_file("recipes/scenarios/seed5-llama2-7b-fsdp3-scaling.toml", {"strategy.fsdp.stage=2"});
   EXPECT_TRUE(has(stage2.script, "--torch-fsdp2-no-reshard-after-forward"));
+}
+
+// Megatron-LM drops out 0.1 of the hidden states and attention unless told otherwise
+// (TransformerConfig's defaults): the exported script always states the model's dropout, none for
+// the Llama presets.
+TEST(ExportMegatron, StatesTheModelsDropout) {
+  const Export llama = export_file("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml");
+  EXPECT_EQ(value(llama.script, "--hidden-dropout"), "0.0");
+  EXPECT_EQ(value(llama.script, "--attention-dropout"), "0.0");
+  const Export gpt = export_file("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml", {"model.dropout=0.1"});
+  EXPECT_EQ(value(gpt.script, "--hidden-dropout"), "0.1");
+  EXPECT_EQ(value(gpt.script, "--attention-dropout"), "0.1");
 }
 
 // FSDP2 runs without pipeline parallelism only. ZeRO-2 under pp is priced as the distributed

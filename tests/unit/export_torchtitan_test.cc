@@ -137,8 +137,6 @@ TEST(ExportTorchtitan, PartialRecomputationIsReported) {
   EXPECT_TRUE(mentions(offloaded.unexpressed, "cpu_offloading_num_layers = 4"));
 }
 
-// Group-limited routing is in none of torchtitan's job-config keys the export writes (a model's
-// flavour carries it in code): refused, not dropped; DeepSpeed the same.
 // torchtitan's SDPA tries cuDNN's fused attention first and has no key to prefer
 // FlashAttention-2: a plan priced with FlashAttention-2 is reported, the tuned kernel is not.
 TEST(ExportTorchtitan, FlashAttention2IsReported) {
@@ -147,6 +145,14 @@ TEST(ExportTorchtitan, FlashAttention2IsReported) {
   EXPECT_FALSE(mentions(export_recipe(kDense).unexpressed, reported));
 }
 
+// torchtitan's models have no dropout: a plan that charged it is reported, one without is not.
+TEST(ExportTorchtitan, DropoutIsReported) {
+  EXPECT_FALSE(mentions(test::export_recipe(kDense, "torchtitan").unexpressed, "dropout"));
+  EXPECT_TRUE(mentions(test::export_recipe(kDense, "torchtitan", {"model.dropout=0.1"}).unexpressed, "model.dropout = 0.1"));
+}
+
+// Group-limited routing is in none of torchtitan's job-config keys the export writes (a model's
+// flavour carries it in code): refused, not dropped; DeepSpeed the same.
 TEST(ExportTorchtitan, RouterGroupsAreRefused) {
   for (const char* exporter : {"torchtitan", "deepspeed"}) {
     try {

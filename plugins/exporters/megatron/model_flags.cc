@@ -7,7 +7,8 @@
 //                shape: --normalization RMSNorm, --position-embedding-type rope (or the
 //                model's position_embedding), --disable-bias-linear; the output layer is
 //                untied (paraplan counts it apart from the embedding):
-//                --untie-embeddings-and-output-weights; fused attention
+//                --untie-embeddings-and-output-weights; --hidden-dropout and --attention-dropout
+//                (the model's dropout, both: Megatron-LM defaults them to 0.1); fused attention
 //                (recipe flash_attention) --attention-backend auto (attention_kernel tuned)
 //                or flash (flash2), else unfused
 //   batch        --micro-batch-size, --global-batch-size (Megatron-LM derives the micro-batches
@@ -105,6 +106,10 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
   if (!positions.empty()) shape.add("--position-embedding-type", positions);
   if (model.ffn_type == PP_FFN_SWIGLU) shape.add("--disable-bias-linear");
   shape.add("--untie-embeddings-and-output-weights");
+  // Always said: Megatron-LM's TransformerConfig defaults both to 0.1, and the plan charged the
+  // model's dropout (its masks), none for the Llama, Qwen and DeepSeek families.
+  shape.add("--hidden-dropout", decimal(model.dropout));
+  shape.add("--attention-dropout", decimal(model.dropout));
   shape.add("--attention-backend", attention_backend(plan));
 
   out.batch.add("--micro-batch-size", training.micro_batch);

@@ -215,6 +215,13 @@ class Torchtitan : public paraplan::Exporter {
       unexpressed.push_back("training.attention_kernel = \"flash2\": torchtitan's SDPA tries cuDNN's fused attention "
                             "first (models/common/attention.py) and has no key to put FlashAttention-2 ahead of it: "
                             "the job's attention runs faster than was evaluated");
+    if (model.dropout > 0) {
+      std::ostringstream probability;
+      probability << model.dropout;
+      unexpressed.push_back("model.dropout = " + probability.str() +
+                            ": torchtitan's models have no dropout; the job keeps no dropout masks and runs no "
+                            "dropout passes, which the plan charged");
+    }
     train.set("mixed_precision_param", std::string("bfloat16"));
     train.set("mixed_precision_reduce", std::string("float32"));
 

@@ -31,6 +31,8 @@ MODEL_ARGS=(
   --position-embedding-type rope
   --disable-bias-linear
   --untie-embeddings-and-output-weights
+  --hidden-dropout 0.0
+  --attention-dropout 0.0
   --attention-backend auto
 )
 
