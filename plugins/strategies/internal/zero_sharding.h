@@ -132,6 +132,13 @@ class ZeroSharding {
     return stage_ >= 2 && pp_axis >= 0 && view.axes()[static_cast<size_t>(pp_axis)].degree > 1;
   }
 
+  // How often the gradients are reduce-scattered: once per step at stage 1 (the distributed
+  // optimizer accumulates whole gradients) and when synchronised once per step, else every
+  // micro-batch, which keeps stages 2 and 3 sharded across accumulation.
+  pp_frequency reduction_frequency(bool per_step) const {
+    return stage_ == 1 || per_step ? PP_PER_STEP : PP_PER_MICRO_BATCH;
+  }
+
   // Appends one collective owned by this strategy; `overlap` lets it hide behind compute unless it
   // runs after the optimizer (phase STEP), where nothing is left to hide it behind.
   void add(PlanEditor& plan, int32_t axis, StateSlot slot, const char* name, pp_collective kind, pp_phase phase,
@@ -198,7 +205,7 @@ class ZeroSharding {
   void add_context_parallel_communication(PlanEditor& plan, int32_t cp_axis, const ModelState& state, double dp,
                                           bool with_experts, bool per_step) const {
     const double share = stage_ >= 1 ? 1.0 / dp : 1.0;
-    const pp_frequency reduction = stage_ == 1 || per_step ? PP_PER_STEP : PP_PER_MICRO_BATCH;
+    const pp_frequency reduction = reduction_frequency(per_step);
     for (size_t i = 0; i < state.dense.slots.size(); ++i) {
       const double gradients = (state.dense.gradients[i] + (with_experts ? state.experts.gradients[i] : 0.0)) * share;
       const double weights = (state.dense.weights[i] + (with_experts ? state.experts.weights[i] : 0.0)) * share;
@@ -264,7 +271,7 @@ class ZeroSharding {
 
   // One set of collectives per slot that holds state (embedding, each kind of layer, head).
   void add_communication(PlanEditor& plan, int32_t axis, const StateBytes& state, bool per_step) const {
-    const pp_frequency reduction = stage_ == 1 || per_step ? PP_PER_STEP : PP_PER_MICRO_BATCH;
+    const pp_frequency reduction = reduction_frequency(per_step);
     for (size_t i = 0; i < state.slots.size(); ++i) {
       const StateSlot scope = state.slots[i];
       const double weights = state.weights[i], gradients = state.gradients[i];
