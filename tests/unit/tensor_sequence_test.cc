@@ -146,6 +146,56 @@ TEST(TensorParallel, CollectivesAreExposedUnlessOverlapped) {
   EXPECT_LT(hidden.number("time.step_s"), exposed.number("time.step_s"));
 }
 
+// Megatron-LM's --tp-comm-overlap with sequence parallelism runs as Transformer Engine's
+// userbuffers do by default (transformer_engine/pytorch/module/base.py, initialize_ub): forward,
+// qkv and fc1 are ring exchanges (the GEMM in t chunks as the shards arrive, nothing exposed),
+// proj and fc2 are "pipeline" reduce-scatters with 4 splits (the GEMM in 4 chunks, the last
+// chunk's quarter of the reduction exposed); backward all hidden, the GEMMs whole.
+TEST(TensorParallel, OverlapWithSequenceParallelismRunsAsUserbuffersDo) {
+  const double t = 8, rows = s * b;
+  auto plain = test::evaluate_recipe(gpt_recipe(8, kTp8 + kSp));
+  auto overlapped =
+      test::evaluate_recipe(gpt_recipe(8, "[[strategy]]\nname = \"tp\"\ndegree = 8\noverlap = true\n" + kSp));
+  auto find = [](const test::Evaluated& evaluated, std::string_view name, pp_phase phase) {
+    std::vector<pp_op> found;
+    for (const pp_op& op : evaluated.composed.plan->op_list())
+      if (op.scope == PP_SCOPE_LAYER && op.phase == phase && name == op.name) found.push_back(op);
+    return found;
+  };
+  const std::vector<std::pair<std::string_view, double>> chunks = {{"qkv", t}, {"mlp_up", t}, {"attn_out", 4}, {"mlp_down", 4}};
+  for (const auto& [name, pieces] : chunks) {
+    const std::vector<pp_op> forward = find(overlapped, name, PP_PHASE_FORWARD);
+    ASSERT_EQ(forward.size(), 1u) << name;
+    EXPECT_DOUBLE_EQ(forward[0].m, rows / pieces) << name;
+    EXPECT_DOUBLE_EQ(forward[0].count, pieces) << name;
+    EXPECT_DOUBLE_EQ(forward[0].flops, find(plain, name, PP_PHASE_FORWARD)[0].flops) << name;  // the same work
+    const std::vector<pp_op> backward = find(overlapped, name, PP_PHASE_BACKWARD);
+    ASSERT_EQ(backward.size(), 1u) << name;
+    EXPECT_DOUBLE_EQ(backward[0].m, rows) << name;
+  }
+  // Forward: after each row-parallel GEMM a reduce-scatter of s·b·h·2 bytes, 3/4 beside compute
+  // and the last quarter on the critical path; the all-gathers and every backward collective hidden.
+  const double n = s * b * h * 2;
+  EXPECT_EQ(sequence(overlapped, PP_PHASE_FORWARD),
+            (std::vector<std::string>{"AG", "qkv", "attention_scores", "attention_context", "attn_out", "RS", "RS", "AG",
+                                      "mlp_up", "mlp_down", "RS", "RS"}));
+  std::vector<std::pair<double, pp_overlap>> reductions;
+  for (const pp_op& op : find(overlapped, "tp_reduce_scatter", PP_PHASE_FORWARD)) reductions.push_back({op.bytes, op.overlap});
+  const std::vector<std::pair<double, pp_overlap>> expected = {
+      {0.75 * n, PP_OVERLAP_COMPUTE}, {0.25 * n, PP_OVERLAP_NONE}, {0.75 * n, PP_OVERLAP_COMPUTE}, {0.25 * n, PP_OVERLAP_NONE}};
+  EXPECT_EQ(reductions, expected);
+  for (const pp_op& op : overlapped.composed.plan->op_list()) {
+    if (op.kind == PP_OP_COLLECTIVE && op.scope == PP_SCOPE_LAYER && op.phase == PP_PHASE_BACKWARD) {
+      EXPECT_EQ(op.overlap, PP_OVERLAP_COMPUTE) << op.name;
+    }
+  }
+  // Same bytes on the wire; a little exposed, and the chunked GEMMs run below the whole ones' rate.
+  EXPECT_NEAR(overlapped.number("comm.tp.bytes_per_gpu_per_step"), plain.number("comm.tp.bytes_per_gpu_per_step"), 1.0);
+  EXPECT_GT(overlapped.number("time.exposed_comm_s.tp"), 0.0);
+  EXPECT_LT(overlapped.number("time.exposed_comm_s.tp"), 0.25 * plain.number("time.exposed_comm_s.tp"));
+  EXPECT_GT(overlapped.number("time.compute_s"), plain.number("time.compute_s"));
+}
+
 TEST(TensorParallel, EachRankUpdatesItsShareOfTheWeights) {
   // Adam reads and writes 30 bytes per parameter (workload_builder.cc); with tp = 8 a rank
   // updates 1/8 of them, memory-bound at 3.35 TB/s x 0.85 on an H100. The 8-layer GPT holds

@@ -148,6 +148,38 @@ class SequenceParallel : public paraplan::Strategy {
     return {index + 1, phase};
   }
 
+  // Megatron-LM's --tp-comm-overlap as Transformer Engine's userbuffers run it (transformer_engine/
+  // pytorch/module/base.py, initialize_ub's defaults). Forward (and recomputed forward), the
+  // all-gather before a column-parallel GEMM (qkv_fprop, fc1_fprop) is a ring exchange: the GEMM
+  // runs in t chunks, each on the shard at hand while the next arrives, so nothing waits; the
+  // reduce-scatter after a row-parallel GEMM (proj_fprop, fc2_fprop) is "pipeline" with 4 splits:
+  // the GEMM runs in 4 chunks, each chunk's reduce-scatter behind the next chunk, the last one's
+  // exposed. Backward the pairs are bulk overlaps (a whole collective beside the other GEMM) or
+  // ring exchanges of the data-gradient GEMM, which the plan's one backward op per GEMM (data and
+  // weight gradients together) cannot split: hidden, the GEMMs whole. The experts' grouped GEMMs
+  // have no userbuffers overlap; their collectives stay as tp marked them.
+  static constexpr double kPipelinedSplits = 4;
+
+  // tp marks its all-reduces overlapped plan-wide (its `overlap` parameter).
+  static bool overlaps_as_userbuffers(const std::vector<pp_op>& ops) {
+    for (const pp_op& op : ops)
+      if (op.kind == PP_OP_COLLECTIVE && std::string_view(op.name) == PP_OP_TP_ALL_REDUCE) return op.overlap == PP_OVERLAP_COMPUTE;
+    return false;
+  }
+  // A forward reduction right after an attention or dense MLP row-parallel GEMM.
+  static bool pipelined_reduce_scatter(const std::vector<pp_op>& ops, uint32_t index) {
+    if (index == 0 || ops[index].phase == PP_PHASE_BACKWARD || ops[index].scope != PP_SCOPE_LAYER) return false;
+    const std::string_view anchor = ops[index - 1].name;
+    return anchor == PP_OP_ATTN_OUT || anchor == PP_OP_MLP_DOWN;
+  }
+  // The same GEMM as `chunks` GEMMs of 1/chunks of its rows each, which run below the whole one's
+  // rate (the cost model's size curve).
+  static pp_op in_chunks(pp_op gemm, double chunks) {
+    gemm.m /= chunks;
+    gemm.count = (gemm.count > 0 ? gemm.count : 1.0) * chunks;
+    return gemm;
+  }
+
   // Megatron SP: every TP all-reduce becomes reduce-scatter + all-gather; replicated work and
   // activations divide by t.
   void apply_megatron(paraplan::PlanEditor& plan, const paraplan::PlanView& view, const std::vector<pp_op>& ops,
@@ -161,19 +193,34 @@ class SequenceParallel : public paraplan::Strategy {
       pp_op op;
     };
     std::vector<Insertion> gathers;
+    const bool chunked = overlaps_as_userbuffers(ops);
     for (uint32_t i = 0; i < ops.size(); ++i) {
       pp_op op = ops[i];
       const std::string_view name = op.name;
       if (op.kind == PP_OP_COLLECTIVE && name == PP_OP_TP_ALL_REDUCE) {
         op.collective = PP_COLLECTIVE_REDUCE_SCATTER;
         paraplan::copy_name(op.name, PP_OP_TP_REDUCE_SCATTER);
-        plan.set_op(i, op);
         pp_op gather = op;
         gather.collective = PP_COLLECTIVE_ALL_GATHER;
         paraplan::copy_name(gather.name, PP_OP_TP_ALL_GATHER);
+        if (chunked && pipelined_reduce_scatter(ops, i)) {
+          // The last of the GEMM's chunks reduces behind no compute.
+          pp_op last = op;
+          last.bytes = op.bytes / kPipelinedSplits;
+          last.overlap = PP_OVERLAP_NONE;
+          op.bytes -= last.bytes;
+          gathers.push_back({i + 1, last});
+        }
+        plan.set_op(i, op);
         const GatherPlace place = gather_place(ops, i);
         gather.phase = place.phase;
         gathers.push_back({place.at, gather});
+      } else if (chunked && op.kind == PP_OP_GEMM && op.phase != PP_PHASE_BACKWARD &&
+                 (name == PP_OP_QKV || name == PP_OP_MLP_UP || name == PP_OP_MLP_GATE)) {
+        plan.set_op(i, in_chunks(op, t));  // a ring exchange: one chunk per shard as it arrives
+      } else if (chunked && op.kind == PP_OP_GEMM && op.phase != PP_PHASE_BACKWARD &&
+                 (name == PP_OP_ATTN_OUT || name == PP_OP_MLP_DOWN)) {
+        plan.set_op(i, in_chunks(op, kPipelinedSplits));
       } else if (name == PP_OP_ATTN_NORM || name == PP_OP_MLP_NORM || name == PP_OP_ATTN_RESIDUAL ||
                  name == PP_OP_MLP_RESIDUAL || name == PP_OP_FP8_CAST_SEQ || name == PP_OP_FINAL_NORM ||
                  name == PP_OP_EMBEDDING || name == PP_OP_ROUTER_TOPK || name == PP_OP_MOE_PERMUTE ||
