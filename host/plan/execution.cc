@@ -44,9 +44,13 @@ bool reads_layer_stack(const LoadedPlugin& plugin) {
 }
 
 void require_plan_reader(const LoadedPlugin& plugin, const Recipe& recipe, const std::string& role) {
-  if (reads_layer_stack(plugin)) return;
   const std::string before = role + " '" + plugin.name() + "' was built against SDK ABI 1." +
                              std::to_string(plugin.abi_minor()) + ", before ";
+  constexpr uint32_t kTritonKernelMinor = 7;
+  if (plugin.abi_minor() < kTritonKernelMinor && paraplan::attention_kernel(recipe.training) == PP_ATTENTION_KERNEL_TRITON)
+    throw PlanError(before + "attention_kernel \"triton\" (1.7), and would price it as the GPU's tuned kernel; "
+                    "rebuild it against the 1.7 headers");
+  if (reads_layer_stack(plugin)) return;
   const std::string beyond = paraplan::beyond_uniform_transformer(recipe.model.shape);
   if (!beyond.empty())
     throw PlanError(before + "the layer stack (1.6), and would count this model (" + beyond +

@@ -17,6 +17,7 @@
 #include "host/recipe/recipe_overrides.h"
 #include "host/recipe/source_location.h"
 #include "paraplan/host_issue.hpp"
+#include "paraplan/sdk.hpp"
 
 namespace paraplan::host {
 
@@ -484,11 +485,11 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
   training.cpu_offloading_num_layers = read_cpu_offloading_num_layers(reader, *table, recipe);
   training.cuda_graph_modules = read_cuda_graph_modules(reader, *table, recipe.model.shape);
   recipe.flash_attention = reader.boolean("flash_attention").value_or(true);
-  if (std::optional<std::string> kernel = reader.choice("attention_kernel", {"tuned", "flash2"})) {
+  if (std::optional<std::string> kernel = reader.choice("attention_kernel", paraplan::attention_kernel_names())) {
     if (!recipe.flash_attention)
       reader.fail(table->get("attention_kernel"), "attention_kernel",
                   "names a fused kernel, but flash_attention = false runs attention unfused");
-    training.attention_kernel = *kernel == "flash2" ? PP_ATTENTION_KERNEL_FLASH2 : PP_ATTENTION_KERNEL_TUNED;
+    training.attention_kernel = paraplan::attention_kernel_named(*kernel);
   }
   recipe.fp32_main_grads = reader.choice("main_grads", {"fp32", "bf16"}).value_or("fp32") == "fp32";
   training.master_weights = reader.choice("master_weights", {"separate", "in_place"}).value_or("separate") == "in_place"

@@ -10,6 +10,7 @@
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
 #include "host/core/joined.h"
+#include "paraplan/sdk.hpp"
 #include "host/model/position_embedding_names.h"
 #include "host/model/precision_names.h"
 #include "host/validate/csv_records.h"
@@ -214,7 +215,7 @@ MeasuredRun read_run(const CsvRecord& record, const Header& header, const std::s
   run.recompute_modules = row.name_list("recompute_modules");
   run.main_grads = row.choice("main_grads", {"fp32", "bf16"});
   run.master_weights = row.choice("master_weights", {"separate", "in_place"});
-  run.attention_kernel = row.choice("attention_kernel", {"tuned", "flash2"});
+  run.attention_kernel = row.choice("attention_kernel", paraplan::attention_kernel_names());
   run.cpu_offloading_num_layers = row.integer("cpu_offloading_num_layers", 1);
   run.cuda_graph_modules = row.name_list("cuda_graph_modules");
   run.measured_memory_gib = row.optional_positive_number("measured_memory_gib");

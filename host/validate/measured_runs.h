@@ -82,7 +82,7 @@ struct MeasuredRun {
   std::vector<std::string> recompute_modules;  // Megatron-LM's --recompute-modules
   std::optional<std::string> main_grads;       // fp32 | bf16 (Megatron's grad_reduce_in_fp32); blank: fp32
   std::optional<std::string> master_weights;   // separate | in_place (PyTorch FSDP's fp32 weights); blank: separate
-  std::optional<std::string> attention_kernel; // tuned | flash2 (pp_attention_kernel); blank: tuned
+  std::optional<std::string> attention_kernel; // tuned | flash2 | triton (pp_attention_kernel); blank: tuned
   std::optional<int64_t> cpu_offloading_num_layers;  // Megatron-LM's --cpu-offloading-num-layers; blank: none
   std::vector<std::string> cuda_graph_modules; // Megatron-LM's --cuda-graph-modules, or full_iteration
   std::optional<double> measured_memory_gib;   // peak memory per GPU the source reports

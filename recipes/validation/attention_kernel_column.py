@@ -12,8 +12,10 @@ flash2: FlashAttention-2 and kernels of its generation, which leave Hopper's asy
     the default at 329 TFLOP/s against cuDNN's 631 on an H100, 2.6 nightly of 2024-12), and
     torchtitan pinned FLASH_ATTENTION first below sm100 from 2025-05 (pytorch/torchtitan#1196):
     every H100, H200 and A100 row. (On an A100 the two classes are one kernel.)
-  MosaicML's MPT runs (mpt-h100-fsdp.csv): llm-foundry's Triton flash attention with ALiBi (the
-    benchmark's attn_impl), a 2023 Triton kernel of FlashAttention-2's generation.
+triton: the 2022 Triton implementation of FlashAttention (SDK 1.7).
+  MosaicML's MPT runs (mpt-h100-fsdp.csv): llm-foundry's benchmark harness sets the model's
+    attn_impl from --attn_impl, default "triton" (scripts/train/benchmarking/submit_benchmarks.py),
+    which sweep.sh does not override: that kernel, with ALiBi's bias.
 Run from the repository root: python3 recipes/validation/attention_kernel_column.py
 """
 from csv_column import fill
@@ -25,4 +27,4 @@ def torchtitan_kernel(row):
 
 
 fill("recipes/validation/modern.csv", "attention_kernel", torchtitan_kernel, "master_weights")
-fill("recipes/validation/mpt-h100-fsdp.csv", "attention_kernel", lambda row: "flash2", "master_weights")
+fill("recipes/validation/mpt-h100-fsdp.csv", "attention_kernel", lambda row: "triton", "master_weights")

@@ -204,8 +204,8 @@ TEST(FrozenAbi, ExportersFromEveryMinorThatHasThemRun) {
 // buffer counted once, as on a uniform model), through today's pipeline and analytic executor
 // over pp stages that hold different kinds; its executor, which would count every layer as the
 // first kind, is refused with the reason.
-TEST(FrozenAbi, ThePreviousMinorsStrategyRunsOnALayeredModel) {
-  const uint32_t minor = PP_ABI_MINOR - 1;
+TEST(FrozenAbi, TheLastMinorBeforeTheLayerStackRunsOnALayeredModel) {
+  const uint32_t minor = 5;  // 1.6 added the layer stack
   const PluginCatalog catalog = PluginCatalog::scan({PARAPLAN_BUNDLED_PLUGIN_DIR, test::kFrozenAbiPluginDirs[minor]});
   auto recipe_text = [&](bool with_buffer) {
     std::string text =
@@ -230,6 +230,28 @@ TEST(FrozenAbi, ThePreviousMinorsStrategyRunsOnALayeredModel) {
                                 {"executor '" + minor_name(minor) + "_counter' was built against SDK ABI 1." +
                                      std::to_string(minor) + ", before the layer stack (1.6)",
                                  "2 kinds of layer"});
+}
+
+// 1.7 added the Triton attention kernel, which a 1.6 executor would price as the tuned kernel:
+// the host refuses to hand it such a recipe, and runs the same recipe with a current executor.
+TEST(FrozenAbi, ThePreviousMinorsExecutorIsRefusedTheTritonKernel) {
+  const uint32_t minor = 6;
+  const PluginCatalog catalog = PluginCatalog::scan({PARAPLAN_BUNDLED_PLUGIN_DIR, test::kFrozenAbiPluginDirs[minor]});
+  auto evaluate = [&](const std::string& kernel, const std::string& executor) {
+    auto recipe = parse_recipe(
+        "[model]\nlayers = 4\nhidden = 4096\nheads = 32\nvocab = 32000\nseq_len = 8192\n"
+        "[training]\nglobal_batch = 8\nmicro_batch = 1\nattention_kernel = \"" + kernel + "\"\n"
+        "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 1\n",
+        "triton.toml");
+    auto hardware = open_hardware(*recipe, catalog);
+    ComposedPlan composed = compose_plan(*recipe, catalog, gpus_per_node(*recipe, *hardware));
+    return run_executor(executor, *recipe, catalog, composed, *hardware);
+  };
+  EXPECT_GT(*evaluate("triton", "analytic").number("time.step_s"), *evaluate("flash2", "analytic").number("time.step_s"));
+  EXPECT_NO_THROW(evaluate("flash2", minor_name(minor) + "_counter"));
+  test::expect_error<PlanError>([&] { evaluate("triton", minor_name(minor) + "_counter"); },
+                                {"executor '" + minor_name(minor) + "_counter' was built against SDK ABI 1.6, before "
+                                 "attention_kernel \"triton\" (1.7)"});
 }
 
 // `plugins list` (the real command, in process) shows every minor's plugins with their own ABI.

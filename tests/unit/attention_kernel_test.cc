@@ -1,6 +1,8 @@
 // The fused attention kernel's rate: the profile's tuned kernel or FlashAttention-2
 // (training.attention_kernel), and a narrower head's lower rate, against the figures the
 // profiles and docs/cost-model.md cite and a hand count of the attention FLOPs.
+#include <cmath>
+
 #include "paraplan/cost_model.hpp"
 #include "test_support.h"
 
@@ -19,6 +21,18 @@ TEST(AttentionEfficiency, EachKernelRunsAtItsOwnFigure) {
   const pp_hardware_profile profile = hopper_like(0.81, 0.45);
   EXPECT_DOUBLE_EQ(cost::attention_efficiency(profile, PP_ATTENTION_KERNEL_TUNED, 128), 0.81);
   EXPECT_DOUBLE_EQ(cost::attention_efficiency(profile, PP_ATTENTION_KERNEL_FLASH2, 128), 0.45);
+}
+
+// FlashAttention in Triton: the FlashAttention-2 paper (sec. 4.1) has FlashAttention-2 1.3-2.5x
+// faster than it; the geometric middle, sqrt(1.3 x 2.5) = 1.80, below FlashAttention-2's figure,
+// with FlashAttention-2's width factor (0.87 at 64) and, on a profile without a FlashAttention-2
+// figure, below the tuned one.
+TEST(AttentionEfficiency, TritonFlashAttentionRunsBelowFlashAttention2ByThePapersFactor) {
+  const double slowdown = std::sqrt(1.3 * 2.5);
+  EXPECT_NEAR(cost::attention_efficiency(hopper_like(0.81, 0.45), PP_ATTENTION_KERNEL_TRITON, 128), 0.45 / slowdown, 2e-3);
+  EXPECT_NEAR(cost::attention_efficiency(hopper_like(0.81, 0.45), PP_ATTENTION_KERNEL_TRITON, 64), 0.45 * 0.87 / slowdown,
+              2e-3);
+  EXPECT_NEAR(cost::attention_efficiency(hopper_like(0.94, 0), PP_ATTENTION_KERNEL_TRITON, 128), 0.94 / slowdown, 2e-3);
 }
 
 // No FlashAttention-2 figure (an Ampere profile, where it is the tuned kernel), or a profile from

@@ -294,6 +294,12 @@ TEST(ExportMegatron, AttentionKernelAsTheAttentionBackend) {
   EXPECT_EQ(value(export_file(recipe).script, "--attention-backend"), "auto");
   EXPECT_EQ(value(export_file(recipe, {"training.attention_kernel=\"flash2\""}).script, "--attention-backend"), "flash");
   EXPECT_EQ(value(export_file(recipe, {"training.flash_attention=false"}).script, "--attention-backend"), "unfused");
+  // No Triton FlashAttention in Megatron-LM: the nearest backend, and the difference reported.
+  const Export triton = export_file(recipe, {"training.attention_kernel=\"triton\""});
+  EXPECT_EQ(value(triton.script, "--attention-backend"), "flash");
+  ASSERT_EQ(triton.unexpressed.size(), 1u);
+  EXPECT_NE(triton.unexpressed[0].find("training.attention_kernel = \"triton\""), std::string::npos);
+  EXPECT_TRUE(export_file(recipe, {"training.attention_kernel=\"flash2\""}).unexpressed.empty());
 }
 
 // Group-limited routing as TransformerConfig's moe_router_num_groups and moe_router_group_topk

@@ -143,6 +143,8 @@ TEST(ExportTorchtitan, FlashAttention2IsReported) {
   const std::string reported = "training.attention_kernel = \"flash2\"";
   EXPECT_TRUE(mentions(test::export_recipe(kDense, "torchtitan", {"training.attention_kernel=\"flash2\""}).unexpressed, reported));
   EXPECT_FALSE(mentions(export_recipe(kDense).unexpressed, reported));
+  EXPECT_TRUE(mentions(test::export_recipe(kDense, "torchtitan", {"training.attention_kernel=\"triton\""}).unexpressed,
+                       "training.attention_kernel = \"triton\""));
 }
 
 // torchtitan's models have no dropout: a plan that charged it is reported, one without is not.

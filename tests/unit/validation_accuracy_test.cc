@@ -73,12 +73,12 @@ TEST(ValidationAccuracy, NemoFp8RunsNoWorseThanToday) {
   expect_accuracy("nemo-h100-fp8.csv", 9, 7.0, 0.9);  // 5.3 % (8.9 % before the runs' TP overlap was stated, 10.4 before partial recomputation)
 }
 
-// MosaicML's MPT runs with PyTorch FSDP: another software stack (its Triton attention priced as
+// MosaicML's MPT runs with PyTorch FSDP: another software stack (its attention priced as
 // FlashAttention-2's class, 34.0 -> 21.2 %; FSDP's overlapped gathers slowing the compute, 16.7 %;
-// eager layers not), predicted too fast (docs/validation.md): the issue's 15 % not met, today's
-// level kept.
-TEST(ValidationAccuracy, MptFsdpRunsNoWorseThanToday) {
-  expect_accuracy("mpt-h100-fsdp.csv", 22, 18.5, 0.97);
+// then as the Triton FlashAttention its harness ran, the FlashAttention-2 paper's 1.8x below
+// FlashAttention-2, not fitted: 13.1 %; docs/validation.md). The issue's 15 %.
+TEST(ValidationAccuracy, MptFsdpRunsWithinFifteenPercent) {
+  expect_accuracy("mpt-h100-fsdp.csv", 22, 15.0, 0.97);
 }
 
 // vTrain's 1440 single-node runs of small models are launch-bound: the host's issue time

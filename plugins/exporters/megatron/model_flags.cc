@@ -61,10 +61,12 @@ bool fused_attention(const paraplan::PlanView& plan) {
 // Megatron-LM's --attention-backend (transformer/enums.py AttnBackend) for the plan's attention:
 // the tuned kernel is `auto`, with which Transformer Engine takes cuDNN's fused attention on
 // Hopper and later and FlashAttention on Ampere (dot_product_attention/utils.py); FlashAttention-2
-// is `flash`; two batched GEMMs are `unfused`.
+// is `flash`; two batched GEMMs are `unfused`. Megatron-LM has no Triton FlashAttention: that
+// plan gets `flash` and a report.
 const char* attention_backend(const paraplan::PlanView& plan) {
   if (!fused_attention(plan)) return "unfused";
-  return paraplan::attention_kernel(plan.training()) == PP_ATTENTION_KERNEL_FLASH2 ? "flash" : "auto";
+  const pp_attention_kernel kernel = paraplan::attention_kernel(plan.training());
+  return kernel == PP_ATTENTION_KERNEL_FLASH2 || kernel == PP_ATTENTION_KERNEL_TRITON ? "flash" : "auto";
 }
 
 // The names of the module bits `set` holds, in the table's order, one word each: how Megatron-LM
@@ -138,6 +140,10 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
       break;
   }
 
+  if (fused_attention(plan) && paraplan::attention_kernel(training) == PP_ATTENTION_KERNEL_TRITON)
+    out.unexpressed.push_back("training.attention_kernel = \"triton\": Megatron-LM has no Triton FlashAttention "
+                              "backend; exported as --attention-backend flash (FlashAttention-2), which runs the "
+                              "attention faster than was evaluated");
   if (paraplan::master_weights_in_place(training))
     out.unexpressed.push_back("training.master_weights = \"in_place\": Megatron-LM keeps bf16 weights and an fp32 copy "
                               "in its optimizer state: the job holds 2 bytes per parameter more model state than was "

@@ -215,6 +215,10 @@ class Torchtitan : public paraplan::Exporter {
       unexpressed.push_back("training.attention_kernel = \"flash2\": torchtitan's SDPA tries cuDNN's fused attention "
                             "first (models/common/attention.py) and has no key to put FlashAttention-2 ahead of it: "
                             "the job's attention runs faster than was evaluated");
+    if (paraplan::attention_kernel(training) == PP_ATTENTION_KERNEL_TRITON)
+      unexpressed.push_back("training.attention_kernel = \"triton\": torchtitan's attention is PyTorch SDPA (cuDNN "
+                            "or FlashAttention-2, models/common/attention.py), not the Triton FlashAttention: the "
+                            "job's attention runs faster than was evaluated");
     if (model.dropout > 0) {
       std::ostringstream probability;
       probability << model.dropout;

@@ -31,6 +31,8 @@
  *        speed_variation; pp_training +=
  *        recompute_modules, cuda_graph_modules, master_weights, attention_kernel,
  *        recompute_num_layers, cpu_offloading_num_layers
+ *   1.7  pp_attention_kernel += TRITON (no struct grew; the host refuses that kernel to an older
+ *        plugin, which would price it as the tuned one)
  */
 #ifndef PARAPLAN_ABI_HISTORY_H
 #define PARAPLAN_ABI_HISTORY_H

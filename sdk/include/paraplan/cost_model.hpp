@@ -360,17 +360,25 @@ inline double head_dim_efficiency(pp_attention_kernel kernel, double head_dim) {
   return std::pow(head_dim / kReferenceWidth, exponent);
 }
 
+// FlashAttention in Triton (2022) against FlashAttention-2: the FlashAttention-2 paper (Dao 2023,
+// sec. 4.1, A100, forward and backward) measures FlashAttention-2 "1.3-2.5x faster than
+// FlashAttention in Triton"; the geometric middle of that range, not fitted to any run.
+inline constexpr double kTritonFlashSlowdown = 1.8;
+
 // The profile's rate for `kernel`, scaled for the head width. A profile that states no
 // FlashAttention-2 figure (or is older than that field) runs both at its tuned rate: its tuned
 // kernel is FlashAttention-2 (Ampere, MI300X's CK kernel), so a narrow head pays FlashAttention-2's
-// width factor whichever the recipe names.
+// width factor whichever the recipe names. The Triton kernel runs at FlashAttention-2's rate over
+// kTritonFlashSlowdown, with its width factor.
 inline double attention_efficiency(const pp_hardware_profile& profile, pp_attention_kernel kernel, double head_dim) {
   const double tuned = profile.attention_efficiency > 0 ? profile.attention_efficiency : 0.5;
   const bool states_flash2 =
       profile.struct_size >= offsetof(pp_hardware_profile, attention_efficiency_flash2) + sizeof(double) &&
       profile.attention_efficiency_flash2 > 0;
-  const bool runs_flash2 = kernel == PP_ATTENTION_KERNEL_FLASH2 || !states_flash2;
-  const double efficiency = kernel == PP_ATTENTION_KERNEL_FLASH2 && states_flash2 ? profile.attention_efficiency_flash2 : tuned;
+  const bool flash2_class = kernel == PP_ATTENTION_KERNEL_FLASH2 || kernel == PP_ATTENTION_KERNEL_TRITON;
+  const bool runs_flash2 = flash2_class || !states_flash2;
+  double efficiency = flash2_class && states_flash2 ? profile.attention_efficiency_flash2 : tuned;
+  if (kernel == PP_ATTENTION_KERNEL_TRITON) efficiency /= kTritonFlashSlowdown;
   return efficiency * head_dim_efficiency(runs_flash2 ? PP_ATTENTION_KERNEL_FLASH2 : PP_ATTENTION_KERNEL_TUNED, head_dim);
 }
 

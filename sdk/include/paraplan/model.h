@@ -181,10 +181,18 @@ typedef enum pp_master_weights { PP_MASTER_WEIGHTS_SEPARATE = 0, PP_MASTER_WEIGH
  * does: the host emits two batched GEMMs instead). TUNED (0, and every older host): the kernel
  * tuned for the GPU's generation, Transformer Engine's cuDNN fused attention or FlashAttention-3
  * on Hopper and later, FlashAttention-2 on Ampere (pp_hardware_profile.attention_efficiency).
- * FLASH2: FlashAttention-2 and kernels of its generation (PyTorch SDPA's flash backend, the
- * Triton flash attention of 2023), which do not use Hopper's or Blackwell's asynchronous tensor
- * cores (pp_hardware_profile.attention_efficiency_flash2). */
-typedef enum pp_attention_kernel { PP_ATTENTION_KERNEL_TUNED = 0, PP_ATTENTION_KERNEL_FLASH2 = 1 } pp_attention_kernel;
+ * FLASH2: FlashAttention-2 and kernels of its generation (PyTorch SDPA's flash backend), which do
+ * not use Hopper's or Blackwell's asynchronous tensor cores
+ * (pp_hardware_profile.attention_efficiency_flash2). TRITON (ABI 1.7): the Triton
+ * implementation of FlashAttention of 2022 (flash_attn_triton.py, FlashAttention-1's algorithm
+ * with an attention bias; llm-foundry's attn_impl "triton", which MPT's ALiBi needed), which the
+ * FlashAttention-2 paper measures 1.3-2.5x slower than FlashAttention-2 (cost_model.hpp). A
+ * plugin built against 1.6 does not know it: the host refuses to hand it a recipe that names it. */
+typedef enum pp_attention_kernel {
+  PP_ATTENTION_KERNEL_TUNED = 0,
+  PP_ATTENTION_KERNEL_FLASH2 = 1,
+  PP_ATTENTION_KERNEL_TRITON = 2
+} pp_attention_kernel;
 
 typedef struct pp_training {
   uint32_t struct_size;

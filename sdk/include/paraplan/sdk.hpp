@@ -40,6 +40,7 @@
 #include <deque>
 #include <exception>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -321,6 +322,17 @@ inline bool master_weights_in_place(const pp_training& training) {
          training.master_weights == PP_MASTER_WEIGHTS_IN_PLACE;
 }
 inline double stored_weight_bytes(const pp_training& training) { return master_weights_in_place(training) ? 4.0 : 2.0; }
+
+// training.attention_kernel's names in recipes and validation files, by pp_attention_kernel value.
+inline constexpr const char* kAttentionKernelNames[] = {"tuned", "flash2", "triton"};
+inline std::vector<std::string> attention_kernel_names() {
+  return {std::begin(kAttentionKernelNames), std::end(kAttentionKernelNames)};
+}
+inline pp_attention_kernel attention_kernel_named(std::string_view name) {
+  for (size_t i = 0; i < std::size(kAttentionKernelNames); ++i)
+    if (name == kAttentionKernelNames[i]) return static_cast<pp_attention_kernel>(i);
+  return PP_ATTENTION_KERNEL_TUNED;
+}
 
 // The attention kernel the recipe runs (pp_attention_kernel); an older host's training has no
 // field: the GPU's tuned kernel.
