@@ -217,6 +217,7 @@ MeasuredRun read_run(const CsvRecord& record, const Header& header, const std::s
   run.master_weights = row.choice("master_weights", {"separate", "in_place"});
   run.attention_kernel = row.choice("attention_kernel", paraplan::attention_kernel_names());
   run.cpu_offloading_num_layers = row.integer("cpu_offloading_num_layers", 1);
+  run.recompute_num_layers = row.integer("recompute_num_layers", 1);
   run.cuda_graph_modules = row.name_list("cuda_graph_modules");
   run.measured_memory_gib = row.optional_positive_number("measured_memory_gib");
 
@@ -258,7 +259,7 @@ const std::vector<std::string>& optional_columns() {
                                     "etp", "fsdp", "moe_balance", "moe_dispatcher", "moe_a2a_overlap",
                                     "cuda_graph_modules", "model",
                                     "recompute_modules", "main_grads", "master_weights", "attention_kernel", "measured_memory_gib",
-                                    "cpu_offloading_num_layers"};
+                                    "cpu_offloading_num_layers", "recompute_num_layers"};
     all.insert(all.end(), layer_stack_columns().begin(), layer_stack_columns().end());
     return all;
   }();

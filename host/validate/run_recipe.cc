@@ -157,6 +157,7 @@ std::string run_recipe_text(const MeasuredRun& run) {
   if (run.flash_attention == false) recipe.boolean("flash_attention", false);
   recipe.optional_string("attention_kernel", run.attention_kernel);  // blank: tuned
   recipe.optional_integer("cpu_offloading_num_layers", run.cpu_offloading_num_layers);  // blank: none
+  recipe.optional_integer("recompute_num_layers", run.recompute_num_layers);  // blank: searched with full
 
   recipe.table("[cluster]");
   recipe.string("hardware", run.hardware_path.empty() ? run.hardware : run.hardware_path);
