@@ -7,13 +7,27 @@
 namespace paraplan::host {
 
 void apply_strategy(const PluginInstance& strategy, const pp_strategy_context& context, Plan& plan) {
+  Refusal refusal;
+  apply_strategy_or_refuse(strategy, context, plan, refusal);
+  if (refusal) throw_plugin_failure(refusal.status, refusal.buffer.text, strategy.context());
+}
+
+void apply_strategy_or_refuse(const PluginInstance& strategy, const pp_strategy_context& context, Plan& plan,
+                              Refusal& refusal) {
   const pp_strategy_v1& functions = *strategy.metadata().strategy;
   plan.clear_refusal();
   try {
-    strategy.invoke([&](pp_error* error) { return functions.apply(strategy.handle(), &context, &plan.api(), error); });
+    strategy.invoke_or_refuse(
+        [&](pp_error* error) { return functions.apply(strategy.handle(), &context, &plan.api(), error); }, refusal);
   } catch (const HostError& failure) {
     if (plan.refusal().empty()) throw;
     throw InputError(std::string(failure.what()) + " (the host refused a plan edit: " + plan.refusal() + ")");
+  }
+  if (refusal) {
+    // A refusal the host's own edit refusal caused is the host's error, as apply_strategy reports it.
+    if (!plan.refusal().empty())
+      throw InputError(strategy.message_of(refusal) + " (the host refused a plan edit: " + plan.refusal() + ")");
+    return;
   }
   if (!plan.refusal().empty())
     throw InputError(strategy.context() + ": the host refused a plan edit: " + plan.refusal());

@@ -13,4 +13,10 @@ namespace paraplan::host {
 
 void apply_strategy(const PluginInstance& strategy, const pp_strategy_context& context, Plan& plan);
 
+// The same, but the strategy's refusal of the plan (a constraint it does not meet) comes back in
+// `refusal` rather than as a PlanError: the search's rejection path, where most plans end.
+// Every other failure throws as apply_strategy does.
+void apply_strategy_or_refuse(const PluginInstance& strategy, const pp_strategy_context& context, Plan& plan,
+                              Refusal& refusal);
+
 }  // namespace paraplan::host

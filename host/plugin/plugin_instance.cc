@@ -5,13 +5,17 @@
 
 namespace paraplan::host {
 
-void throw_plugin_failure(pp_status status, const char* message, const std::string& context) {
+std::string plugin_failure_message(pp_status status, const char* message, const std::string& context) {
   const std::string bounded = bounded_string(message, sizeof(ErrorBuffer::text));
   std::string text = bounded.empty() ? "failed without a message" : one_line(bounded);
   if (status < PP_ERROR_INVALID_ARGUMENT || status > PP_ERROR_INTERNAL)
     text += " (and returned the unknown status " + std::to_string(static_cast<int>(status)) + ")";
-  std::string full = context + ": " + text;
-  if (status == PP_ERROR_CONSTRAINT || status == PP_ERROR_UNSUPPORTED) throw PlanError(full);
+  return context + ": " + text;
+}
+
+void throw_plugin_failure(pp_status status, const char* message, const std::string& context) {
+  std::string full = plugin_failure_message(status, message, context);
+  if (refuses_plan(status)) throw PlanError(full);
   throw InputError(full);
 }
 

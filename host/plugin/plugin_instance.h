@@ -15,15 +15,31 @@
 
 namespace paraplan::host {
 
-// Turns a plugin status into the matching host error; `context` says who and where. The
-// message is the plugin's, made one line of valid UTF-8.
+// "context: message", the plugin's message made one line of valid UTF-8: how a failed call is
+// reported, thrown or not.
+std::string plugin_failure_message(pp_status status, const char* message, const std::string& context);
+// Turns a plugin status into the matching host error; `context` says who and where.
 [[noreturn]] void throw_plugin_failure(pp_status status, const char* message, const std::string& context);
+// A refusal of the plan (PP_ERROR_CONSTRAINT, PP_ERROR_UNSUPPORTED): what the host reports as a
+// PlanError, and what the search counts as a rejected plan.
+inline bool refuses_plan(pp_status status) { return status == PP_ERROR_CONSTRAINT || status == PP_ERROR_UNSUPPORTED; }
 [[noreturn]] void throw_escaped_exception(const std::string& context);
 
-// A fixed-size, NUL-initialised buffer the plugin writes its error message into.
+// A fixed-size, NUL-initialised buffer the plugin writes its error message into (not copyable:
+// `error` points into it).
 struct ErrorBuffer {
+  ErrorBuffer() = default;
+  ErrorBuffer(const ErrorBuffer&) = delete;
+  ErrorBuffer& operator=(const ErrorBuffer&) = delete;
   char text[1024] = {};
   pp_error error{sizeof(pp_error), text, sizeof(text)};
+};
+
+// A plugin's refusal of a plan, kept without throwing: its status and message.
+struct Refusal {
+  pp_status status = PP_OK;
+  ErrorBuffer buffer;
+  explicit operator bool() const { return status != PP_OK; }
 };
 
 class PluginInstance {
@@ -44,16 +60,32 @@ class PluginInstance {
   // is reported as the plugin's failure, not as the host's.
   template <typename Call>
   void invoke(Call&& call) const {
-    ErrorBuffer buffer;
+    Refusal refusal;
+    invoke_or_refuse(call, refusal);
+    if (refusal) throw_plugin_failure(refusal.status, refusal.buffer.text, context_);
+  }
+
+  // As invoke(), but a refusal of the plan comes back in `refusal` instead of as a PlanError: the
+  // search rejects most plans this way, and an exception per rejection was half its time. Every
+  // other failure still throws.
+  template <typename Call>
+  void invoke_or_refuse(Call&& call, Refusal& refusal) const {
+    refusal.buffer.text[0] = '\0';
     pp_status status = PP_OK;
     try {
-      status = call(&buffer.error);
+      status = call(&refusal.buffer.error);
     } catch (const HostError&) {
       throw;  // the host's own, from a callback of its own that the plugin passed through
     } catch (...) {
       throw_escaped_exception(context_);
     }
-    if (status != PP_OK) throw_plugin_failure(status, buffer.text, context_);
+    refusal.status = status;
+    if (status != PP_OK && !refuses_plan(status)) throw_plugin_failure(status, refusal.buffer.text, context_);
+  }
+
+  // The message invoke() would have thrown for `refusal`.
+  std::string message_of(const Refusal& refusal) const {
+    return plugin_failure_message(refusal.status, refusal.buffer.text, context_);
   }
 
  private:

@@ -1,6 +1,7 @@
 #include "host/search/search_engine.h"
 
 #include <algorithm>
+#include <concepts>
 #include <optional>
 #include <atomic>
 #include <chrono>
@@ -279,13 +280,18 @@ class Worker {
     return *slot;
   }
 
-  void apply(PluginInstance& strategy, Plan& plan, const pp_training& training, int64_t degree, bool wants_schedule) {
+  // Validates and applies; a refusal of the plan comes back in `refusal_`, not as an exception.
+  bool apply(PluginInstance& strategy, Plan& plan, const pp_training& training, int64_t degree, bool wants_schedule) {
     pp_strategy_context context{sizeof(pp_strategy_context), degree, &recipe_.model.shape, &training, &cluster_,
                                 wants_schedule ? 1 : 0};
     const pp_strategy_v1& functions = *strategy.metadata().strategy;
-    if (functions.validate)
-      strategy.invoke([&](pp_error* error) { return functions.validate(strategy.handle(), &context, error); });
-    apply_strategy(strategy, context, plan);
+    if (functions.validate) {
+      strategy.invoke_or_refuse(
+          [&](pp_error* error) { return functions.validate(strategy.handle(), &context, error); }, refusal_);
+      if (refusal_) return false;
+    }
+    apply_strategy_or_refuse(strategy, context, plan, refusal_);
+    return !refusal_;
   }
 
   // The unsharded workload depends only on the micro-batch and recompute mode (full of every layer
@@ -322,10 +328,9 @@ class Worker {
       if (tried > 0) plan_.restore(saved_[level]);
       ++tried;
       chosen_[level] = index;
-      try {
-        apply(instance(level, index), plan_, plan_.training(), degree, wants_schedule_);
-      } catch (const PlanError& failure) {
-        reject(option.plugin->name(), failure.what(), item_->plans_below[level + 1]);
+      PluginInstance& strategy = instance(level, index);
+      if (!apply(strategy, plan_, plan_.training(), degree, wants_schedule_)) {
+        reject(option.plugin->name(), [&] { return strategy.message_of(refusal_); }, item_->plans_below[level + 1]);
         continue;
       }
       descend(level + 1);
@@ -500,11 +505,16 @@ class Worker {
   }
 
   void reject(const std::string& reason, const std::string& message, uint64_t plans) {
+    reject(reason, [&] { return message; }, plans);
+  }
+  // The message is only made when it becomes the reason's example (the first in enumeration order).
+  template <std::invocable Message>
+  void reject(const std::string& reason, Message&& message, uint64_t plans) {
     Rejection& entry = rejected[reason];
     entry.plans += plans;
     if (ordinal_ < entry.example_index) {
       entry.example_index = ordinal_;
-      entry.example = message;
+      entry.example = message();
     }
     ordinal_ += plans;
     plans_done += plans;
@@ -536,6 +546,7 @@ class Worker {
   std::vector<CachedWorkload> workloads_;
   const WorkItem* item_ = nullptr;
   uint64_t ordinal_ = 0;
+  Refusal refusal_;  // the last strategy call's refusal of the plan, kept without throwing
   std::vector<int64_t> strides_;
   std::vector<size_t> top_level_;
   std::vector<std::vector<size_t>> layout_orders_;

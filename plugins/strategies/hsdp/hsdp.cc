@@ -57,8 +57,8 @@ class HybridShardedDataParallel : public paraplan::Strategy {
 
   void validate(const paraplan::StrategyContext& context) override {
     if (shard_group_ > 0 && context.degree % shard_group_ != 0)
-      throw paraplan::ConstraintError("hsdp shard_group = " + std::to_string(shard_group_) +
-                                      " must divide the hsdp degree " + std::to_string(context.degree));
+      return refuse("hsdp shard_group = " + std::to_string(shard_group_) + " must divide the hsdp degree " +
+                    std::to_string(context.degree));
   }
 
   void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {

@@ -153,19 +153,17 @@ class PipelineParallel : public paraplan::Strategy {
     const paraplan::PlanView view = plan.view();
     const int64_t m = view.pipeline().micro_batches;
     if (schedule_ == PP_SCHEDULE_INTERLEAVED_1F1B && m % p != 0)
-      throw paraplan::ConstraintError(
-          "schedule \"interleaved-1f1b\" needs the micro-batches per step to be a multiple of pp = " +
-          std::to_string(p) + ", but global_batch " + std::to_string(context.training.global_batch) +
-          " / (micro_batch " + std::to_string(context.training.micro_batch) + " x data-parallel size " +
-          std::to_string(view.data_parallel_size()) + ") = " + std::to_string(m));
+      return refuse("schedule \"interleaved-1f1b\" needs the micro-batches per step to be a multiple of pp = " +
+                    std::to_string(p) + ", but global_batch " + std::to_string(context.training.global_batch) +
+                    " / (micro_batch " + std::to_string(context.training.micro_batch) + " x data-parallel size " +
+                    std::to_string(view.data_parallel_size()) + ") = " + std::to_string(m));
     // DualPipe-V's warm-up alone runs 2p chunk forwards on stage 0 (DualPipe's dualpipev.py
     // asserts as many micro-batches as that).
     if (schedule_ == PP_SCHEDULE_DUALPIPE_V && m < 2 * p)
-      throw paraplan::ConstraintError(
-          "schedule \"dualpipe-v\" needs at least 2 x pp = " + std::to_string(2 * p) +
-          " micro-batches per step, but global_batch " + std::to_string(context.training.global_batch) +
-          " / (micro_batch " + std::to_string(context.training.micro_batch) + " x data-parallel size " +
-          std::to_string(view.data_parallel_size()) + ") = " + std::to_string(m));
+      return refuse("schedule \"dualpipe-v\" needs at least 2 x pp = " + std::to_string(2 * p) +
+                    " micro-batches per step, but global_batch " + std::to_string(context.training.global_batch) +
+                    " / (micro_batch " + std::to_string(context.training.micro_batch) + " x data-parallel size " +
+                    std::to_string(view.data_parallel_size()) + ") = " + std::to_string(m));
     // Hiding one micro-batch's expert all-to-alls behind another's compute runs a forward and a
     // backward side by side: Megatron-LM's combined 1F1B needs virtual stages when pp > 1
     // (TransformerConfig: "virtual_pipeline_model_parallel_size must be specified"), DualPipe

@@ -78,6 +78,8 @@ class SequenceParallel : public paraplan::Strategy {
   }
 
   void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
+    if ((mode_ == "megatron" || megatron_sp_) && plan.view().axis_index(PP_AXIS_TP) < 0)
+      return refuse("sp mode \"megatron\" needs tensor parallelism: add a [[strategy]] name = \"tp\"");
     if (mode_ == "megatron" || megatron_sp_) {
       const paraplan::PlanView view = plan.view();
       apply_megatron(plan, view, std::vector<pp_op>(view.ops().begin(), view.ops().end()),

@@ -49,14 +49,16 @@ class TensorParallel : public paraplan::Strategy {
   void validate(const paraplan::StrategyContext& context) override {
     const int64_t t = context.degree;
     const pp_model& model = context.model;
+    // The first width t does not divide, refused (the search tries every degree: no exception).
+    bool divides = true;
     auto require = [&](int64_t value, const char* what) {
-      if (value % t != 0)
-        throw paraplan::ConstraintError("tp = " + std::to_string(t) + " must divide " + what + " = " +
-                                        std::to_string(value));
+      if (!divides || value % t == 0) return;
+      divides = false;
+      refuse("tp = " + std::to_string(t) + " must divide " + what + " = " + std::to_string(value));
     };
     // Every kind of layer (a uniform model has one): its heads, groups and widths split evenly.
     const paraplan::LayerKinds kinds(model);
-    for (uint32_t i = 0; i < kinds.size(); ++i) {
+    for (uint32_t i = 0; i < kinds.size() && divides; ++i) {
       const pp_layer_kind& kind = kinds[i];
       if (kind.mixer == PP_MIXER_ATTENTION || kind.mixer == PP_MIXER_MLA) require(kind.heads, "the attention heads");
       if (kind.mixer == PP_MIXER_ATTENTION) require(kind.kv_heads, "the KV heads (query groups)");

@@ -733,6 +733,19 @@ class Strategy {
   virtual ~Strategy() = default;
   virtual void validate(const StrategyContext&) {}
   virtual void apply(const StrategyContext& context, PlanEditor& plan) = 0;
+
+  // The refusal validate() or apply() left (see refuse()), taken once by the C trampolines.
+  std::string take_refusal() { return std::exchange(refused_, {}); }
+
+ protected:
+  // Refuses this plan, a constraint it does not meet, without throwing: call it from validate()
+  // or apply() and return. The host sees what a thrown ConstraintError gives (PP_ERROR_CONSTRAINT
+  // and the message); the search rejects most plans this way, and an exception for each was a
+  // fifth of its time.
+  void refuse(std::string message) { refused_ = std::move(message); }
+
+ private:
+  std::string refused_;
 };
 
 class Hardware {
@@ -856,6 +869,15 @@ pp_status guarded(pp_error* error, Body&& body) noexcept {
   }
 }
 
+// A strategy call's status: a refusal it left with Strategy::refuse() is PP_ERROR_CONSTRAINT, as a
+// thrown ConstraintError would have been.
+inline pp_status refused_or(Strategy& strategy, pp_error* error, pp_status status) {
+  const std::string refused = strategy.take_refusal();
+  if (status != PP_OK || refused.empty()) return status;
+  write_error(error, refused.c_str());
+  return PP_ERROR_CONSTRAINT;
+}
+
 // Keeps the C view of a PluginInfo alive for the life of the library.
 struct StaticSchema {
   PluginInfo info;
@@ -934,13 +956,15 @@ const pp_strategy_v1* strategy_table() {
       &create<Plugin>,
       &destroy<Plugin>,
       [](void* instance, const pp_strategy_context* context, pp_error* error) {
-        return guarded(error, [&] { static_cast<Plugin*>(instance)->validate(strategy_context(context)); });
+        Plugin& plugin = *static_cast<Plugin*>(instance);
+        return refused_or(plugin, error, guarded(error, [&] { plugin.validate(strategy_context(context)); }));
       },
       [](void* instance, const pp_strategy_context* context, const pp_plan_api_v1* api, pp_error* error) {
-        return guarded(error, [&] {
+        Plugin& plugin = *static_cast<Plugin*>(instance);
+        return refused_or(plugin, error, guarded(error, [&] {
           PlanEditor editor(api);
-          static_cast<Plugin*>(instance)->apply(strategy_context(context), editor);
-        });
+          plugin.apply(strategy_context(context), editor);
+        }));
       },
       search.c_cases.empty() ? nullptr : search.c_cases.data(),
       static_cast<uint32_t>(search.c_cases.size()),
