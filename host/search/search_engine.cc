@@ -260,7 +260,7 @@ class Worker {
 
   std::vector<RankedPlan> best;  // a heap: the worst kept plan on top
   std::map<std::string, Rejection> rejected;
-  uint64_t valid_plans = 0, layouts = 0, plans_done = 0;
+  uint64_t valid_plans = 0, priced_plans = 0, layouts = 0, plans_done = 0;
   double smallest_rejected_memory = std::numeric_limits<double>::infinity();
 
  private:
@@ -354,6 +354,7 @@ class Worker {
     if (item_->partial_recompute && !choose_recomputed_layers(view)) return;
     pp_plan_figures memory{};
     run_executor(view, nullptr, 0, &memory);
+    ++priced_plans;
     if (!(memory.memory_per_gpu_bytes <= usable_memory_)) {
       smallest_rejected_memory = std::min(smallest_rejected_memory, memory.memory_per_gpu_bytes);
       reject(kMemoryReason, "", 1);
@@ -655,6 +656,7 @@ SearchResult run_search(const Recipe& recipe, const PluginCatalog& catalog, cons
   for (const std::unique_ptr<Worker>& worker : workers) {
     result.top.insert(result.top.end(), worker->best.begin(), worker->best.end());
     result.valid_plans += worker->valid_plans;
+    result.priced_plans += worker->priced_plans;
     result.layouts += worker->layouts;
     smallest = std::min(smallest, worker->smallest_rejected_memory);
     for (const auto& [reason, rejection] : worker->rejected) {

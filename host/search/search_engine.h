@@ -64,6 +64,7 @@ struct SearchResult {
   std::vector<RankedPlan> top;  // best first
   uint64_t plans = 0;           // every candidate plan
   uint64_t valid_plans = 0;     // fit in memory and were timed
+  uint64_t priced_plans = 0;    // reached the executor: its memory check, then timed or over memory
   uint64_t layouts = 0;         // (plan, layout) evaluations timed
   std::map<std::string, Rejection> rejected;  // by reason: "memory", "batch", "mesh" or a strategy's name
   std::vector<SkippedStrategy> skipped;       // unlisted strategies that can be in no plan, left out

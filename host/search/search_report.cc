@@ -160,6 +160,7 @@ nlohmann::ordered_json search_json(const SearchResult& result, const SearchRepor
   json["seconds"] = result.seconds;
   json["plans"] = result.plans;
   json["valid_plans"] = result.valid_plans;
+  json["priced_plans"] = result.priced_plans;
   json["layouts_timed"] = result.layouts;
   json["usable_memory_bytes"] = result.usable_memory_bytes;
   if (context.interval)

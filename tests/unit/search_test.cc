@@ -330,6 +330,8 @@ void expect_search_matches(const SearchResult& result, const BruteForce& expecte
   for (const char* reason : {"batch", "memory"}) EXPECT_EQ(rejected(result, reason), expected.count(reason)) << reason;
   EXPECT_EQ(rejected(result, "ep"), 0u);
   EXPECT_EQ(result.plans, result.valid_plans + rejected(result, "batch") + rejected(result, "memory"));
+  // The executor priced every plan that fit and every plan over memory, none of the batch's.
+  EXPECT_EQ(result.priced_plans, result.valid_plans + rejected(result, "memory"));
 
   // The top 10 are the 10 best plans, each at its best layout.
   ASSERT_EQ(result.top.size(), 10u);
