@@ -20,12 +20,9 @@ Run from the repository root: python3 recipes/validation/tp_comm_overlap_column.
 """
 from csv_column import fill
 
-MIXTURE_OF_EXPERTS = ("mixtral", "deepseek", "gpt-oss", "nemotron-3-nano", "qwen3", "dsv3", "gptoss", "nemo3nano", "qwen")
-
-
 def modern_overlap(row):
     identifier = row["id"]
-    if int(row["tp"] or 1) <= 1 or any(name in identifier for name in MIXTURE_OF_EXPERTS):
+    if int(row["tp"] or 1) <= 1 or int(row["moe_experts"] or 0) > 0:
         return ""
     release = identifier.split("-")[0]
     if release.startswith("tt"):

@@ -78,10 +78,10 @@ class SequenceParallel : public paraplan::Strategy {
   }
 
   void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
-    if ((mode_ == "megatron" || megatron_sp_) && plan.view().axis_index(PP_AXIS_TP) < 0)
-      return refuse("sp mode \"megatron\" needs tensor parallelism: add a [[strategy]] name = \"tp\"");
     if (mode_ == "megatron" || megatron_sp_) {
       const paraplan::PlanView view = plan.view();
+      if (view.axis_index(PP_AXIS_TP) < 0)
+        return refuse("sp mode \"megatron\" needs tensor parallelism: add a [[strategy]] name = \"tp\"");
       apply_megatron(plan, view, std::vector<pp_op>(view.ops().begin(), view.ops().end()),
                      std::vector<pp_memory_item>(view.memory().begin(), view.memory().end()));
       if (mode_ == "megatron") return;
@@ -168,11 +168,16 @@ class SequenceParallel : public paraplan::Strategy {
       if (op.kind == PP_OP_COLLECTIVE && std::string_view(op.name) == PP_OP_TP_ALL_REDUCE) return op.overlap == PP_OVERLAP_COMPUTE;
     return false;
   }
-  // A forward reduction right after an attention or dense MLP row-parallel GEMM.
+  // The GEMMs userbuffers overlap: the column-parallel ones after a ring-exchanged all-gather, the
+  // row-parallel ones before a pipelined reduce-scatter (attention's and the dense MLP's).
+  static bool ring_exchanged(std::string_view gemm) {
+    return gemm == PP_OP_QKV || gemm == PP_OP_MLP_UP || gemm == PP_OP_MLP_GATE;
+  }
+  static bool pipelined(std::string_view gemm) { return gemm == PP_OP_ATTN_OUT || gemm == PP_OP_MLP_DOWN; }
+  // A forward reduction right after a pipelined row-parallel GEMM.
   static bool pipelined_reduce_scatter(const std::vector<pp_op>& ops, uint32_t index) {
     if (index == 0 || ops[index].phase == PP_PHASE_BACKWARD || ops[index].scope != PP_SCOPE_LAYER) return false;
-    const std::string_view anchor = ops[index - 1].name;
-    return anchor == PP_OP_ATTN_OUT || anchor == PP_OP_MLP_DOWN;
+    return pipelined(ops[index - 1].name);
   }
   // The same GEMM as `chunks` GEMMs of 1/chunks of its rows each, which run below the whole one's
   // rate (the cost model's size curve).
@@ -186,15 +191,13 @@ class SequenceParallel : public paraplan::Strategy {
   // activations divide by t.
   void apply_megatron(paraplan::PlanEditor& plan, const paraplan::PlanView& view, const std::vector<pp_op>& ops,
                       const std::vector<pp_memory_item>& memory) const {
-    const int32_t tp_axis = view.axis_index(PP_AXIS_TP);
-    if (tp_axis < 0)
-      throw paraplan::ConstraintError("sp mode \"megatron\" needs tensor parallelism: add a [[strategy]] name = \"tp\"");
+    const int32_t tp_axis = view.axis_index(PP_AXIS_TP);  // apply() refused a plan without one
     const double t = static_cast<double>(view.axes()[static_cast<size_t>(tp_axis)].degree);
     struct Insertion {
       uint32_t at;
       pp_op op;
     };
-    std::vector<Insertion> gathers;
+    std::vector<Insertion> insertions;  // the gathers, and the exposed reductions' last chunks
     const bool chunked = overlaps_as_userbuffers(ops);
     for (uint32_t i = 0; i < ops.size(); ++i) {
       pp_op op = ops[i];
@@ -211,17 +214,15 @@ class SequenceParallel : public paraplan::Strategy {
           last.bytes = op.bytes / kPipelinedSplits;
           last.overlap = PP_OVERLAP_NONE;
           op.bytes -= last.bytes;
-          gathers.push_back({i + 1, last});
+          insertions.push_back({i + 1, last});
         }
         plan.set_op(i, op);
         const GatherPlace place = gather_place(ops, i);
         gather.phase = place.phase;
-        gathers.push_back({place.at, gather});
-      } else if (chunked && op.kind == PP_OP_GEMM && op.phase != PP_PHASE_BACKWARD &&
-                 (name == PP_OP_QKV || name == PP_OP_MLP_UP || name == PP_OP_MLP_GATE)) {
-        plan.set_op(i, in_chunks(op, t));  // a ring exchange: one chunk per shard as it arrives
-      } else if (chunked && op.kind == PP_OP_GEMM && op.phase != PP_PHASE_BACKWARD &&
-                 (name == PP_OP_ATTN_OUT || name == PP_OP_MLP_DOWN)) {
+        insertions.push_back({place.at, gather});
+      } else if (chunked && op.kind == PP_OP_GEMM && op.phase != PP_PHASE_BACKWARD && ring_exchanged(name)) {
+        plan.set_op(i, in_chunks(op, t));  // one chunk per shard as it arrives
+      } else if (chunked && op.kind == PP_OP_GEMM && op.phase != PP_PHASE_BACKWARD && pipelined(name)) {
         plan.set_op(i, in_chunks(op, kPipelinedSplits));
       } else if (name == PP_OP_ATTN_NORM || name == PP_OP_MLP_NORM || name == PP_OP_ATTN_RESIDUAL ||
                  name == PP_OP_MLP_RESIDUAL || name == PP_OP_FP8_CAST_SEQ || name == PP_OP_FINAL_NORM ||
@@ -236,8 +237,8 @@ class SequenceParallel : public paraplan::Strategy {
       }
     }
     // From the back, so earlier positions stay valid.
-    std::stable_sort(gathers.begin(), gathers.end(), [](const Insertion& a, const Insertion& b) { return a.at > b.at; });
-    for (const Insertion& gather : gathers) plan.insert_op(gather.at, gather.op);
+    std::stable_sort(insertions.begin(), insertions.end(), [](const Insertion& a, const Insertion& b) { return a.at > b.at; });
+    for (const Insertion& insertion : insertions) plan.insert_op(insertion.at, insertion.op);
     for (uint32_t i = 0; i < memory.size(); ++i) {
       pp_memory_item item = memory[i];
       if (item.kind != PP_MEMORY_ACTIVATIONS || !paraplan::has_prefix(item.name, PP_MEMORY_PREFIX_ACT_SEQ)) continue;
