@@ -40,7 +40,7 @@ TEST(Composer, AddsTheDefaultDataParallelStrategy) {
   EXPECT_EQ(composed.strategies[0].name, "fsdp");
   EXPECT_TRUE(composed.strategies[0].added_by_default);
   EXPECT_EQ(composed.strategies[0].degree, 8);
-  EXPECT_EQ(composed.strategies[0].parameters, "stage=0 overlap=true");  // plain data parallelism
+  EXPECT_EQ(composed.strategies[0].parameters, "stage=0 overlap=true bucket_parameters=0 prefetch=1");  // plain DP
 }
 
 TEST(Composer, DegreesMustDivideTheGpuCount) {

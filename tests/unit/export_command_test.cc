@@ -41,7 +41,7 @@ TEST(ExportCommand, TheExporterGetsEveryStrategysSettingsAndTheMesh) {
             "tp 8 overlap=false\n"
             "sp 1 mode=megatron megatron_sp=false\n"
             "pp 2 schedule=1f1b virtual_stages=1 first_stage_layers=0 last_stage_layers=0 trim_ends=false layout=\n"
-            "fsdp 4 stage=1 overlap=true\n");
+            "fsdp 4 stage=1 overlap=true bucket_parameters=0 prefetch=1\n");
   // Megatron-LM's mesh order: tp innermost (stride 1), dp next (stride 8), pp outermost (stride 32).
   EXPECT_EQ(result.files[1].data, "tp 8 1\npp 2 32\ndp 4 8\n");
   EXPECT_EQ(result.unexpressed, std::vector<std::string>{"test_good_exporter has no pipelines"});

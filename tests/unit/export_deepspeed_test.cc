@@ -95,7 +95,9 @@ TEST(ExportDeepspeed, MoeWithExpertParallelismMatchesTheGoldenFilesAndTheRecipe)
   EXPECT_FALSE(config.at("zero_optimization").contains("reduce_scatter"));  // a ZeRO-1/2 option
   EXPECT_TRUE(mentions(result.unexpressed, "ep 8: DeepSpeed-MoE takes expert parallelism in the model code"));
   EXPECT_TRUE(mentions(result.unexpressed, "ep_size=8"));
-  EXPECT_EQ(result.unexpressed.size(), 1u) << joined(result.unexpressed, "\n");
+  // ZeRO-3: DeepSpeed gathers submodule by submodule, the plan one layer at a time.
+  EXPECT_TRUE(mentions(result.unexpressed, "ZeRO-3 weight gathers"));
+  EXPECT_EQ(result.unexpressed.size(), 2u) << joined(result.unexpressed, "\n");
   EXPECT_NE(script_of(result).find("deepspeed --num_nodes 1 --num_gpus 8"), std::string::npos) << script_of(result);
 }
 
@@ -138,6 +140,29 @@ TEST(ExportDeepspeed, PipelinedZero2IsZero1AndZero3IsReported) {
   const ExportResult stage3 = test::export_recipe(kDense, "deepspeed", {"strategy.fsdp.stage=3"});
   EXPECT_EQ(config_of(stage3).at("zero_optimization").at("stage").get<int64_t>(), 1);
   EXPECT_TRUE(mentions(stage3.unexpressed, "ZeRO-3 with pipeline parallelism"));
+}
+
+// Buckets in elements (deepspeed/runtime/zero/config.py): the plan's bucket_parameters, or one
+// layer's parameters where the plan reduces one collective per layer; ZeRO-3 prefetches
+// `prefetch` layers' parameters. Llama 2 7B's layer by hand: attention 4·4096², SwiGLU
+// 3·4096·11008, two norms 2·4096 = 202,383,360 parameters.
+TEST(ExportDeepspeed, BucketsAndPrefetchAsDeepSpeedSizesThem) {
+  const std::string seed5 = PARAPLAN_RECIPES_DIR "/scenarios/seed5-llama2-7b-fsdp3-scaling.toml";
+  const double layer = 4.0 * 4096 * 4096 + 3.0 * 4096 * 11008 + 2 * 4096;
+  const nlohmann::json per_layer = config_of(test::export_recipe(seed5, "deepspeed")).at("zero_optimization");
+  EXPECT_EQ(per_layer.at("reduce_bucket_size").get<double>(), layer);
+  EXPECT_EQ(per_layer.at("stage3_prefetch_bucket_size").get<double>(), layer);
+  const nlohmann::json deeper =
+      config_of(test::export_recipe(seed5, "deepspeed", {"strategy.fsdp.bucket_parameters=5e8", "strategy.fsdp.prefetch=2"}))
+          .at("zero_optimization");
+  EXPECT_EQ(deeper.at("reduce_bucket_size").get<double>(), 5e8);
+  EXPECT_EQ(deeper.at("stage3_prefetch_bucket_size").get<double>(), 2 * layer);
+  const nlohmann::json stage1 =
+      config_of(test::export_recipe(seed5, "deepspeed", {"strategy.fsdp.stage=1", "strategy.fsdp.bucket_parameters=4e7"}))
+          .at("zero_optimization");
+  EXPECT_EQ(stage1.at("reduce_bucket_size").get<double>(), 4e7);
+  EXPECT_EQ(stage1.at("allgather_bucket_size").get<double>(), 4e7);
+  EXPECT_FALSE(stage1.contains("stage3_prefetch_bucket_size"));
 }
 
 }  // namespace

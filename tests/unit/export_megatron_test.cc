@@ -45,7 +45,7 @@ const std::set<std::string> kMegatronFlags = {
     "--num-virtual-stages-per-pipeline-rank", "--overlap-grad-reduce", "--overlap-param-gather",
     "--use-distributed-optimizer", "--num-distributed-optimizer-instances", "--use-torch-fsdp2",
     "--torch-fsdp2-no-reshard-after-forward", "--context-parallel-size", "--cp-comm-type",
-    "--overlap-moe-expert-parallel-comm",
+    "--overlap-moe-expert-parallel-comm", "--ddp-bucket-size",
     // _add_validation_args
     "--eval-iters",
     // _add_tokenizer_args
@@ -462,6 +462,33 @@ TEST(ExportMegatron, PipelinedZero2IsTheDistributedOptimizerAndZero3IsReported) 
   EXPECT_TRUE(has(stage3.script, "--use-distributed-optimizer"));
   ASSERT_EQ(stage3.unexpressed.size(), 1u);
   EXPECT_NE(stage3.unexpressed[0].find("fsdp stage 3"), std::string::npos);
+}
+
+// The gradient buckets the plan was priced with: --ddp-bucket-size in parameters. With none set
+// the plan reduces one collective per layer, which Megatron-LM runs with a bucket of one layer:
+// Llama 2 70B at tp 8 holds (8192·(8192 + 2·1024) + 8192² + 3·8192·28672) / 8 = 106,954,752
+// weight parameters of a layer, + its two norms' 2·8192 split over the 8 sequence-parallel ranks.
+// Without overlap Megatron-LM reduces everything in one bucket: reported. FSDP2 reduces and
+// gathers per layer with one prefetched: other settings reported.
+TEST(ExportMegatron, GradientBucketsAsMegatronSizesThem) {
+  const std::string seed1 = "recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml";
+  const Export per_layer = export_file(seed1);
+  EXPECT_EQ(value(per_layer.script, "--ddp-bucket-size"), std::to_string(106954752 + 2 * 8192 / 8));
+  EXPECT_TRUE(per_layer.unexpressed.empty());
+  const Export bucketed = export_file(seed1, {"strategy.fsdp.bucket_parameters=4e7"});
+  EXPECT_EQ(value(bucketed.script, "--ddp-bucket-size"), "40000000");
+  EXPECT_TRUE(bucketed.unexpressed.empty());
+  const Export one_bucket = export_file(seed1, {"strategy.fsdp.overlap=false"});
+  EXPECT_FALSE(has(one_bucket.script, "--ddp-bucket-size"));
+  ASSERT_EQ(one_bucket.unexpressed.size(), 1u);
+  EXPECT_NE(one_bucket.unexpressed[0].find("fsdp overlap = false: Megatron-LM reduces all gradients in one bucket"),
+            std::string::npos);
+  const std::string seed5 = "recipes/scenarios/seed5-llama2-7b-fsdp3-scaling.toml";
+  const Export fsdp2 = export_file(seed5, {"strategy.fsdp.bucket_parameters=4e7", "strategy.fsdp.prefetch=2"});
+  EXPECT_TRUE(has(fsdp2.script, "--use-torch-fsdp2"));
+  EXPECT_FALSE(has(fsdp2.script, "--ddp-bucket-size"));
+  EXPECT_TRUE(mentions(fsdp2.unexpressed, "fsdp bucket_parameters = 4e+07: torch FSDP2"));
+  EXPECT_TRUE(mentions(fsdp2.unexpressed, "fsdp prefetch = 2: torch FSDP2 (--use-torch-fsdp2) prefetches one layer"));
 }
 
 TEST(ExportMegatron, ExporterParametersAndPrecision) {

@@ -235,5 +235,18 @@ TEST(ExportTorchtitan, DualPipeVIsTorchsSchedule) {
   EXPECT_TRUE(mentions(megatron.unexpressed, "pp schedule 'dualpipe-v'"));
 }
 
+// FSDP2 reduces and gathers one TransformerBlock at a time, one prefetched: a plan priced with
+// gradient buckets or another prefetch depth is reported, the defaults are not.
+TEST(ExportTorchtitan, BucketsAndPrefetchDepthOtherThanFsdp2sAreReported) {
+  const std::string seed5 = PARAPLAN_RECIPES_DIR "/scenarios/seed5-llama2-7b-fsdp3-scaling.toml";
+  const ExportResult plain = test::export_recipe(seed5, "torchtitan");
+  EXPECT_FALSE(mentions(plain.unexpressed, "bucket_parameters"));
+  EXPECT_FALSE(mentions(plain.unexpressed, "prefetch"));
+  const ExportResult other =
+      test::export_recipe(seed5, "torchtitan", {"strategy.fsdp.bucket_parameters=5e8", "strategy.fsdp.prefetch=2"});
+  EXPECT_TRUE(mentions(other.unexpressed, "fsdp bucket_parameters = 5e+08: FSDP2 reduces each TransformerBlock's"));
+  EXPECT_TRUE(mentions(other.unexpressed, "fsdp prefetch = 2: torchtitan's FSDP2 prefetches one TransformerBlock ahead"));
+}
+
 }  // namespace
 }  // namespace paraplan::host

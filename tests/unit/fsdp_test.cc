@@ -218,3 +218,58 @@ TEST(Fsdp, UnderPipeliningGradientsSyncOncePerStep) {
 
 }  // namespace
 }  // namespace paraplan::host
+
+namespace paraplan::host {
+namespace {
+
+// The data-parallel engine's own behaviour (issue 18 item 2): gradient buckets of a fixed number
+// of parameters, each a collective that pays the ring's latency (Megatron-LM's --ddp-bucket-size,
+// DeepSpeed's reduce_bucket_size), and how many layers ZeRO-3 gathers ahead.
+std::string engine_recipe(int stage, const std::string& engine, bool overlap = false) {
+  return zero_recipe(stage, overlap) + engine;
+}
+
+// ZeRO-1 without overlap on 64 GPUs (8 nodes of 8): every reduce-scatter and all-gather is on the
+// step's path. Buckets of 5e7 parameters cut a layer (12h² + 2h = 201,334,784 parameters) into 5
+// collectives, the embedding and the head (32000·4096 = 131,072,000, + 4096 for the final norm)
+// into 3 each: 36·4 + 2 + 2 = 148 more reduce-scatters and as many more all-gathers, the same
+// bytes. Each collective is a ring through the 64 ranks: NCCL's 8.4 us, 56 NVLink steps (2 us)
+// and 7 InfiniBand steps (5 us) = 155.4 us.
+TEST(Fsdp, EachGradientBucketPaysTheRingsLatency) {
+  const test::Evaluated per_layer = test::evaluate_recipe(engine_recipe(1, ""));
+  const test::Evaluated bucketed = test::evaluate_recipe(engine_recipe(1, "bucket_parameters = 5e7\n"));
+  EXPECT_NEAR(bucketed.number("comm.fsdp.bytes_per_gpu_per_step") / per_layer.number("comm.fsdp.bytes_per_gpu_per_step"),
+              1.0, 1e-12);
+  const double latency = 8.4e-6 + 56 * 2e-6 + 7 * 5e-6, added = 2 * (36 * 4 + 2 + 2);
+  EXPECT_NEAR((bucketed.number("time.step_s") - per_layer.number("time.step_s")) / (added * latency), 1.0, 0.01);
+  // A bucket of a whole layer or more is one collective per layer, as with no bucket size.
+  EXPECT_DOUBLE_EQ(test::evaluate_recipe(engine_recipe(1, "bucket_parameters = 5e8\n")).number("time.step_s"),
+                   per_layer.number("time.step_s"));
+}
+
+// Each layer prefetched holds one more layer's weights gathered (2 bytes a parameter); with none
+// prefetched a layer's gather waits for nothing to hide behind, and the buffer holds the running
+// layer only, as without overlap.
+TEST(Fsdp, Zero3PrefetchDepthHoldsThatManyLayersAhead) {
+  const double layer = 12 * kHidden * kHidden + 2 * kHidden;
+  const test::Evaluated one = test::evaluate_recipe(engine_recipe(3, "", true));
+  const test::Evaluated three = test::evaluate_recipe(engine_recipe(3, "prefetch = 3\n", true));
+  EXPECT_NEAR((three.number("memory.other_bytes") - one.number("memory.other_bytes")) / (2 * 2 * layer), 1.0, 1e-12);
+  const test::Evaluated none = test::evaluate_recipe(engine_recipe(3, "prefetch = 0\n", true));
+  EXPECT_NEAR(none.number("memory.other_bytes"), test::evaluate_recipe(zero_recipe(3, false)).number("memory.other_bytes"),
+              1e-3);
+  EXPECT_GT(none.number("time.exposed_comm_s.fsdp"), one.number("time.exposed_comm_s.fsdp"));
+  EXPECT_GT(none.number("time.step_s"), one.number("time.step_s"));
+}
+
+TEST(Fsdp, EngineSettingsThatCannotRunAreRefused) {
+  test::expect_error<PlanError>([] { test::evaluate_recipe(engine_recipe(1, "bucket_parameters = 1000\n")); },
+                                {"fsdp bucket_parameters = 1000: 0 (one bucket per layer) or at least 100000 parameters"});
+  test::expect_error<PlanError>([] { test::evaluate_recipe(engine_recipe(1, "prefetch = 2\n")); },
+                                {"fsdp prefetch = 2: prefetching is stage 3's"});
+  test::expect_error<InputError>([] { test::evaluate_recipe(engine_recipe(3, "prefetch = 9\n")); },
+                                 {"strategy[0].prefetch: 9 is out of range [0, 8]"});
+}
+
+}  // namespace
+}  // namespace paraplan::host

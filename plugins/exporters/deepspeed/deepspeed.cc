@@ -11,7 +11,10 @@
 // micro-batches per data-parallel rank (with a pipeline, the micro-batches one step pushes through it).
 //
 // Mapping:
-//   fsdp stage s -> zero_optimization.stage s; overlap -> overlap_comm
+//   fsdp stage s -> zero_optimization.stage s; overlap -> overlap_comm; bucket_parameters ->
+//   reduce_bucket_size (and allgather_bucket_size at stages 1-2), one layer's parameters where it
+//   is 0 (gradient_buckets.h); stage 3: stage3_prefetch_bucket_size = prefetch layers' parameters,
+//   its per-submodule gathers reported
 //   hsdp stage 3 -> ZeRO-3 with MiCS (mics_shard_size = shard group, replicas across groups);
 //   hsdp stages 1, 2 -> unexpressed (MiCS needs ZeRO-3), ZeRO-s over all data-parallel ranks
 //   pp -> pipeline {stages, partition}; the training script builds PipelineModule(num_stages=p);
@@ -22,6 +25,7 @@
 //   tp -> tensor_parallel.autotp_size, reported (AutoTP, not Megatron TP); sp ulysses ->
 //   sequence_parallel_size; ring attention, Megatron sequence parallelism, expert parallelism -> unexpressed
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -31,6 +35,7 @@
 
 #include "paraplan/host_issue.hpp"
 #include "paraplan/sdk.hpp"
+#include "plugins/exporters/internal/gradient_buckets.h"
 #include "plugins/exporters/internal/zero1_equivalent.h"
 
 namespace {
@@ -103,9 +108,10 @@ class DeepSpeed : public paraplan::Exporter {
     int64_t stage = 0;
     bool overlap = true;
     int64_t mics_group = 0;
+    const auto* sharding = hsdp ? hsdp : fsdp;
     if (hsdp) {
-      stage = hsdp->integer("stage", 3);
-      overlap = hsdp->flag("overlap");
+      stage = hsdp->integer(PP_DP_PARAM_STAGE, 3);
+      overlap = hsdp->flag(PP_DP_PARAM_OVERLAP);
       const int64_t group = plan.axis_degree(PP_AXIS_DP);
       if (stage == 3) {
         mics_group = group;
@@ -116,8 +122,8 @@ class DeepSpeed : public paraplan::Exporter {
                               " data-parallel ranks");
       }
     } else if (fsdp) {
-      stage = fsdp->integer("stage", 0);
-      overlap = fsdp->flag("overlap");
+      stage = fsdp->integer(PP_DP_PARAM_STAGE, 0);
+      overlap = fsdp->flag(PP_DP_PARAM_OVERLAP);
     }
     if (pp > 1 && stage >= 2) {
       // ZeRO-2 under pp already moves its state as ZeRO-1 does; ZeRO-3's held weights do not.
@@ -140,6 +146,19 @@ class DeepSpeed : public paraplan::Exporter {
       if (mics_group > 0) {
         zero["mics_shard_size"] = mics_group;
         zero["mics_hierarchical_params_gather"] = false;
+      }
+      // Buckets in elements (zero/config.py): the plan's, or one layer's parameters where it
+      // reduces one collective per layer; ZeRO-3 prefetches `prefetch` layers' parameters.
+      const auto bucket = static_cast<int64_t>(std::llround(paraplan::exporters::bucket_size_parameters(plan, *sharding)));
+      zero["reduce_bucket_size"] = bucket;
+      if (stage <= 2) {
+        zero["allgather_bucket_size"] = bucket;
+      } else {
+        const int64_t prefetch = sharding->integer(PP_DP_PARAM_PREFETCH, 1);
+        zero["stage3_prefetch_bucket_size"] = static_cast<int64_t>(
+            std::llround(static_cast<double>(prefetch) * paraplan::exporters::largest_layer_parameters(plan, sharding->name)));
+        unexpressed.push_back("ZeRO-3 weight gathers: DeepSpeed gathers each submodule's weights as the forward and "
+                              "backward reach it (several all-gathers a layer), priced as one a layer");
       }
     }
     config["zero_optimization"] = zero;

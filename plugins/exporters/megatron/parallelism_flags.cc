@@ -22,14 +22,19 @@
 //         resharding after forward (--torch-fsdp2-no-reshard-after-forward, "ZeRO-2" in
 //         arguments.py); FSDP2 runs neither with pipeline nor expert parallelism, so there
 //         stages 2 and 3 fall back to the distributed optimizer and are reported, except
-//         stage 2 under pp, which the plan already prices as stage 1 (zero1_equivalent.h)
+//         stage 2 under pp, which the plan already prices as stage 1 (zero1_equivalent.h);
+//         stages 0-2: --ddp-bucket-size, bucket_parameters or one layer's parameters where it is 0
+//         (gradient_buckets.h), one bucket without overlap reported; FSDP2 reports buckets and a
+//         prefetch other than 1
 //   hsdp  stage 1: --use-distributed-optimizer --num-distributed-optimizer-instances R (the
 //         optimizer state sharded within each of R groups, replicated across them); stages 2
 //         and 3 have no hybrid form in these flags: exported as stage 1 and reported
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "plugins/exporters/internal/gradient_buckets.h"
 #include "plugins/exporters/internal/zero1_equivalent.h"
 #include "translation.h"
 
@@ -127,17 +132,36 @@ void translate_pipeline(const paraplan::PlanView& plan, Translation& out) {
 
 // The data-parallel strategy (fsdp or hsdp). Returns true when it runs torch FSDP2.
 bool translate_data_parallel(const paraplan::PlanView& plan, const Strategy& strategy, Translation& out) {
-  const int64_t stage = strategy.integer("stage", strategy.name == PP_STRATEGY_HSDP ? 3 : 0);
-  const bool overlap = strategy.setting("overlap").empty() || strategy.flag("overlap");
+  const int64_t stage = strategy.integer(PP_DP_PARAM_STAGE, strategy.name == PP_STRATEGY_HSDP ? 3 : 0);
+  const bool overlap = strategy.setting(PP_DP_PARAM_OVERLAP).empty() || strategy.flag(PP_DP_PARAM_OVERLAP);
   const int64_t pipeline = std::max<int64_t>(plan.pipeline().stages, 1);
   const int64_t experts = plan.axis_degree(PP_AXIS_EP);
+  const int64_t reducing = plan.axis_degree(PP_AXIS_DP) * std::max<int64_t>(plan.axis_degree(PP_AXIS_DP_REPLICATE), 1);
 
+  // Megatron-LM's DDP buckets (distributed_data_parallel.py): --ddp-bucket-size parameters, the
+  // distributed optimizer's all-gather on the same buckets; without --overlap-grad-reduce one
+  // bucket for everything. Pipeline stages after the first (and model chunks after a stage's
+  // first) reduce in one bucket too, after their last backward: those stages finish backward
+  // before the first stage does and wait for it at the optimizer (the gradient norm spans the
+  // pipeline), so the bucket runs in that wait, not on the step's path: priced bucket by bucket
+  // behind the last backward instead, the same bytes within the same slack, not reported.
+  auto gradient_buckets = [&] {
+    if (reducing <= 1) return;
+    if (!overlap) {
+      out.unexpressed.push_back(strategy.name + " overlap = false: Megatron-LM reduces all gradients in one bucket "
+                                "without --overlap-grad-reduce; priced as one collective per layer or bucket");
+      return;
+    }
+    out.parallelism.add("--ddp-bucket-size",
+                        static_cast<int64_t>(std::llround(paraplan::exporters::bucket_size_parameters(plan, strategy))));
+  };
   auto distributed_optimizer = [&] {
     out.parallelism.add("--use-distributed-optimizer");
     if (overlap) {
       out.parallelism.add("--overlap-grad-reduce");
       out.parallelism.add("--overlap-param-gather");
     }
+    gradient_buckets();
   };
 
   if (strategy.name == PP_STRATEGY_HSDP) {
@@ -155,6 +179,7 @@ bool translate_data_parallel(const paraplan::PlanView& plan, const Strategy& str
 
   if (stage == 0) {
     if (overlap) out.parallelism.add("--overlap-grad-reduce");
+    gradient_buckets();
     return false;
   }
   if (stage == 1) {
@@ -173,6 +198,13 @@ bool translate_data_parallel(const paraplan::PlanView& plan, const Strategy& str
   out.parallelism.add("--use-torch-fsdp2");
   if (stage == 2) out.parallelism.add("--torch-fsdp2-no-reshard-after-forward");
   out.parallelism.add("--no-gradient-accumulation-fusion");
+  // FSDP2 reduces and gathers one module (a transformer layer) at a time, the next one prefetched.
+  if (paraplan::exporters::bucket_parameters(strategy) > 0)
+    out.unexpressed.push_back("fsdp bucket_parameters = " + strategy.setting(PP_DP_PARAM_BUCKET_PARAMETERS) +
+                              ": torch FSDP2 (--use-torch-fsdp2) reduces one collective per layer");
+  if (strategy.integer(PP_DP_PARAM_PREFETCH, 1) != 1)
+    out.unexpressed.push_back("fsdp prefetch = " + strategy.setting(PP_DP_PARAM_PREFETCH) +
+                              ": torch FSDP2 (--use-torch-fsdp2) prefetches one layer ahead");
   return true;
 }
 

@@ -36,6 +36,7 @@
 
 #include "paraplan/host_issue.hpp"
 #include "paraplan/sdk.hpp"
+#include "plugins/exporters/internal/gradient_buckets.h"
 
 namespace {
 
@@ -237,17 +238,17 @@ class Torchtitan : public paraplan::Exporter {
     if (hsdp) {
       replicate = plan.axis_degree(PP_AXIS_DP_REPLICATE);
       shard = plan.axis_degree(PP_AXIS_DP);
-      const int64_t stage = hsdp->integer("stage", 3);
+      const int64_t stage = hsdp->integer(PP_DP_PARAM_STAGE, 3);
       if (stage < 3) {
         reshard = "never";
         unexpressed.push_back("hsdp stage " + std::to_string(stage) +
                               ": torchtitan's FSDP2 always shards parameters within the group; exported as HSDP "
                               "with fsdp_reshard_after_forward = \"never\" (parameters kept gathered through backward)");
       }
-      if (!hsdp->flag("overlap"))
+      if (!hsdp->flag(PP_DP_PARAM_OVERLAP))
         unexpressed.push_back("hsdp overlap = false: FSDP2 always prefetches and overlaps its collectives");
     } else if (fsdp && dp > 1) {
-      const int64_t stage = fsdp->integer("stage", 0);
+      const int64_t stage = fsdp->integer(PP_DP_PARAM_STAGE, 0);
       if (stage == 0) {
         replicate = dp;
       } else {
@@ -261,10 +262,20 @@ class Torchtitan : public paraplan::Exporter {
                                 "stay gathered from forward to backward)");
         }
       }
-      if (!fsdp->flag("overlap"))
+      if (!fsdp->flag(PP_DP_PARAM_OVERLAP))
         unexpressed.push_back("fsdp overlap = false: torchtitan always overlaps gradient reduction and prefetches");
     } else if (dp > 1) {
       replicate = dp;
+    }
+    // FSDP2 reduces and gathers one TransformerBlock at a time (one fully_shard unit each), the
+    // next one prefetched (implicitly, or explicitly with ep: torchtitan/distributed/fsdp.py).
+    if (const auto* sharding = hsdp ? hsdp : fsdp; sharding && dp > 1) {
+      if (paraplan::exporters::bucket_parameters(*sharding) > 0)
+        unexpressed.push_back(sharding->name + " bucket_parameters = " + sharding->setting(PP_DP_PARAM_BUCKET_PARAMETERS) +
+                              ": FSDP2 reduces each TransformerBlock's gradients in one collective");
+      if (sharding->integer(PP_DP_PARAM_PREFETCH, 1) != 1)
+        unexpressed.push_back(sharding->name + " prefetch = " + sharding->setting(PP_DP_PARAM_PREFETCH) +
+                              ": torchtitan's FSDP2 prefetches one TransformerBlock ahead");
     }
     parallel.set("data_parallel_replicate_degree", replicate);
     parallel.set("data_parallel_shard_degree", shard);

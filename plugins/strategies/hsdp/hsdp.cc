@@ -32,30 +32,30 @@ class HybridShardedDataParallel : public paraplan::Strategy {
 
   static paraplan::PluginInfo info() {
     return {kName,
-            "1.0.0",
+            "1.1.0",
             "Hybrid sharded data parallelism (FSDP HYBRID_SHARD): ZeRO sharding within groups, replication across "
             "groups",
-            {paraplan::ParamSpec::Int("shard_group", 0,
-                                      "ranks that shard the state; 0 = one node (gpus_per_node / (tp x cp))")
-                 .at_least(0),
-             paraplan::ParamSpec::Int("stage", 3, "ZeRO stage within a group: 1 optimizer state, 2 + gradients, 3 + "
-                                                  "parameters")
-                 .range(1, 3),
-             paraplan::ParamSpec::Bool("overlap", true,
-                                       "overlap gradient reductions with backward and prefetch stage-3 all-gathers")}};
+            paraplan::strategies::data_parallel_params(
+                paraplan::ParamSpec::Int(PP_DP_PARAM_STAGE, 3,
+                                         "ZeRO stage within a group: 1 optimizer state, 2 + gradients, 3 + parameters")
+                    .range(1, 3),
+                {paraplan::ParamSpec::Int("shard_group", 0,
+                                          "ranks that shard the state; 0 = one node (gpus_per_node / (tp x cp))")
+                     .at_least(0)})};
   }
 
   // Shard groups of one node (0) and of 2, 4 and 8 nodes of 8 GPUs; a group that does not divide
   // the degree is rejected by validate().
   static std::vector<paraplan::SearchCase> search_space() {
-    return {paraplan::SearchCase::degrees(1).choose("stage", {"1", "2", "3"}).choose("shard_group", {"0", "16", "32", "64"})};
+    return {paraplan::SearchCase::degrees(1).choose(PP_DP_PARAM_STAGE, {"1", "2", "3"}).choose("shard_group", {"0", "16", "32", "64"})};
   }
 
   explicit HybridShardedDataParallel(const paraplan::Params& params)
       : shard_group_(params.int_value("shard_group")),
-        zero_(kName, params.int_value("stage"), params.bool_value("overlap")) {}
+        zero_(kName, paraplan::strategies::data_parallel_engine(params)) {}
 
   void validate(const paraplan::StrategyContext& context) override {
+    if (std::string why = zero_.refusal(); !why.empty()) return refuse(why);
     if (shard_group_ > 0 && context.degree % shard_group_ != 0)
       return refuse("hsdp shard_group = " + std::to_string(shard_group_) + " must divide the hsdp degree " +
                     std::to_string(context.degree));
@@ -77,10 +77,11 @@ class HybridShardedDataParallel : public paraplan::Strategy {
     const paraplan::strategies::ModelState state = zero_.apply(plan, dp_axis, group);
     if (replicas <= 1) return;
     // Each rank all-reduces its gradient shard (1/group, or 1/(group x cp) where the sharding
-    // spans cp, stages 1-3) with the same shard in the other groups.
+    // spans cp, stages 1-3) with the same shard in the other groups, bucket by bucket.
     for (size_t i = 0; i < state.dense.slots.size(); ++i)
       zero_.add(plan, replicate_axis, state.dense.slots[i], PP_OP_GRAD_ALL_REDUCE_REPLICATE, PP_COLLECTIVE_ALL_REDUCE,
-                PP_PHASE_BACKWARD, PP_PER_STEP, (state.dense.gradients[i] + state.experts.gradients[i]) / state.dense_shards);
+                PP_PHASE_BACKWARD, PP_PER_STEP, (state.dense.gradients[i] + state.experts.gradients[i]) / state.dense_shards,
+                zero_.buckets(state.dense.weights[i] + state.experts.weights[i]));
   }
 
  private:

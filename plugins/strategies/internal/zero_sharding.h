@@ -25,12 +25,19 @@
 // only engine that runs them with a pipeline, PyTorch FSDP2 under torch.distributed.pipelining,
 // holds gradients and gathered weights whole from a step's first micro-batch to its last.
 //
-//   paraplan::strategies::ZeroSharding zero("fsdp", /*stage=*/3, /*overlap=*/true);
+// How the engine runs its collectives (DataParallelEngine, the strategies' parameters): gradient
+// buckets of a fixed number of parameters (Megatron-LM's DDP and distributed optimizer, DeepSpeed)
+// or one per layer (PyTorch FSDP2 and Megatron-FSDP, a unit per transformer block), each bucket a
+// collective of its own that pays the ring's latency; and how many layers stage 3 gathers ahead.
+//
+//   paraplan::strategies::ZeroSharding zero("fsdp", {.stage = 3});
 //   int32_t dp = plan.add_axis("dp", degree, "fsdp");
 //   zero.apply(plan, dp, degree);  // shards memory, adds the collectives
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,9 +86,67 @@ struct ModelState {
   double dense_shards = 1;  // the ranks a rank's share of the dense state is one of (dp, or dp x cp)
 };
 
+// The data-parallel engine's behaviour, as fsdp and hsdp take it from the recipe
+// (docs/strategies.md lists each engine's values).
+struct DataParallelEngine {
+  int64_t stage = 0;
+  bool overlap = true;  // gradient reductions behind backward, stage-3 gathers prefetched
+  // Parameters per gradient bucket: a layer of P parameters is reduced in ceil(P / bucket)
+  // collectives (and, at stages 1-2, its updated weights gathered in as many: Megatron-LM runs
+  // the distributed optimizer's all-gather on the gradient buckets). 0: one per layer. A bucket
+  // never spans layers here: a larger one is priced as one collective per layer.
+  double bucket_parameters = 0;
+  int64_t prefetch = 1;  // stage 3: layers gathered ahead of the running one (0: each waits for its own)
+};
+
+// The smallest bucket a recipe may ask for: below it the buckets' latency, not their bytes, is
+// all a plan would show (Megatron-LM's smallest default is 40 million).
+inline constexpr double kMinBucketParameters = 1e5;
+
+// Why the engine's settings cannot run, or empty when they can.
+inline std::string engine_refusal(std::string_view owner, const DataParallelEngine& engine) {
+  if (engine.bucket_parameters > 0 && engine.bucket_parameters < kMinBucketParameters) {
+    char bucket[32];
+    std::snprintf(bucket, sizeof bucket, "%g", engine.bucket_parameters);
+    return std::string(owner) + " " PP_DP_PARAM_BUCKET_PARAMETERS " = " + bucket +
+           ": 0 (one bucket per layer) or at least 100000 parameters";
+  }
+  if (engine.prefetch != 1 && engine.stage < 3)
+    return std::string(owner) + " " PP_DP_PARAM_PREFETCH " = " + std::to_string(engine.prefetch) +
+           ": prefetching is stage 3's (its weights' all-gathers); stage " + std::to_string(engine.stage) +
+           " gathers nothing before a layer runs";
+  return {};
+}
+
+// The recipe keys fsdp and hsdp share: `leading` (a strategy's own), the ZeRO stage (each
+// strategy's range and default), then the engine's.
+inline std::vector<ParamSpec> data_parallel_params(ParamSpec stage, std::vector<ParamSpec> leading = {}) {
+  std::vector<ParamSpec> params = std::move(leading);
+  params.push_back(std::move(stage));
+  params.push_back(ParamSpec::Bool(PP_DP_PARAM_OVERLAP, true,
+                                   "overlap gradient reductions with backward and prefetch stage-3 all-gathers"));
+  params.push_back(ParamSpec::Float(PP_DP_PARAM_BUCKET_PARAMETERS, 0,
+                                    "parameters per gradient bucket, each a collective (Megatron-LM 4e7, DeepSpeed "
+                                    "5e8); 0 = one per layer (PyTorch FSDP2, Megatron-FSDP)")
+                       .at_least(0));
+  params.push_back(ParamSpec::Int(PP_DP_PARAM_PREFETCH, 1,
+                                  "stage 3: layers whose weights are gathered ahead of the running one (0: none)")
+                       .range(0, 8));
+  return params;
+}
+
+inline DataParallelEngine data_parallel_engine(const Params& params) {
+  return {params.int_value(PP_DP_PARAM_STAGE), params.bool_value(PP_DP_PARAM_OVERLAP),
+          params.float_value(PP_DP_PARAM_BUCKET_PARAMETERS), params.int_value(PP_DP_PARAM_PREFETCH)};
+}
+
 class ZeroSharding {
  public:
-  ZeroSharding(std::string owner, int64_t stage, bool overlap) : owner_(std::move(owner)), stage_(stage), overlap_(overlap) {}
+  ZeroSharding(std::string owner, DataParallelEngine engine)
+      : owner_(std::move(owner)), stage_(engine.stage), overlap_(engine.overlap), engine_(engine) {}
+
+  // Why these settings cannot run, or empty (for the strategy's validate()).
+  std::string refusal() const { return engine_refusal(owner_, engine_); }
 
   // Shards the state over `group_axis` (degree `group`), expert state over "edp" when it exists,
   // and adds the ZeRO collectives for both and the gradient all-reduce over "cp". Returns the
@@ -139,17 +204,28 @@ class ZeroSharding {
     return stage_ == 1 || per_step ? PP_PER_STEP : PP_PER_MICRO_BATCH;
   }
 
-  // Appends one collective owned by this strategy; `overlap` lets it hide behind compute unless it
-  // runs after the optimizer (phase STEP), where nothing is left to hide it behind.
+  // How many collectives move one slot's state of `weight_bytes` (its weights as gathered, 2
+  // bytes a parameter): one per bucket of the engine's size, at least one.
+  uint32_t buckets(double weight_bytes) const {
+    if (engine_.bucket_parameters <= 0) return 1;
+    return static_cast<uint32_t>(std::max(1.0, std::ceil(weight_bytes / kComputeWeightBytes / engine_.bucket_parameters)));
+  }
+
+  // Appends one collective owned by this strategy, as `collectives` equal back-to-back ones
+  // (buckets) of bytes / collectives each. `overlap` lets it hide behind compute unless it runs
+  // after the optimizer (phase STEP), where nothing is left to hide it behind, or it is a stage-3
+  // gather with nothing prefetched (each layer then waits for its own weights).
   void add(PlanEditor& plan, int32_t axis, StateSlot slot, const char* name, pp_collective kind, pp_phase phase,
-           pp_frequency frequency, double bytes) const {
+           pp_frequency frequency, double bytes, uint32_t collectives = 1) const {
     if (bytes <= 0) return;
     pp_op op = make_op(PP_OP_COLLECTIVE, phase, slot.scope, name, owner_);
     op.collective = kind;
     op.axis = axis;
-    op.bytes = bytes;
+    op.bytes = bytes / collectives;
+    op.repeat = collectives;
     op.frequency = frequency;
-    op.overlap = overlap_ && phase != PP_PHASE_STEP ? PP_OVERLAP_COMPUTE : PP_OVERLAP_NONE;
+    const bool waits_for_itself = phase != PP_PHASE_STEP && kind == PP_COLLECTIVE_ALL_GATHER && engine_.prefetch < 1;
+    op.overlap = overlap_ && phase != PP_PHASE_STEP && !waits_for_itself ? PP_OVERLAP_COMPUTE : PP_OVERLAP_NONE;
     plan.insert_layer_op(plan.view().raw().op_count, op, slot.kind);
   }
 
@@ -209,27 +285,30 @@ class ZeroSharding {
     for (size_t i = 0; i < state.dense.slots.size(); ++i) {
       const double gradients = (state.dense.gradients[i] + (with_experts ? state.experts.gradients[i] : 0.0)) * share;
       const double weights = (state.dense.weights[i] + (with_experts ? state.experts.weights[i] : 0.0)) * share;
+      // Each of the combined dp x cp collective's buckets has its leg over cp.
+      const uint32_t collectives = buckets(weights / share);
+      const StateSlot slot = state.dense.slots[i];
       if (stage_ == 1 || stage_ == 2) {
-        add(plan, cp_axis, state.dense.slots[i], PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD,
-            reduction, gradients);
-        add(plan, cp_axis, state.dense.slots[i], PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_STEP, PP_PER_STEP,
-            weights);
+        add(plan, cp_axis, slot, PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD, reduction,
+            gradients, collectives);
+        add(plan, cp_axis, slot, PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_STEP, PP_PER_STEP, weights,
+            collectives);
       } else if (stage_ == 3) {
-        add_stage3_gathers(plan, cp_axis, state.dense.slots[i], weights, per_step);
-        add(plan, cp_axis, state.dense.slots[i], PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD,
-            reduction, gradients);
+        add_stage3_gathers(plan, cp_axis, slot, weights, per_step);
+        add(plan, cp_axis, slot, PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD, reduction,
+            gradients, collectives);
       } else {
-        add(plan, cp_axis, state.dense.slots[i], PP_OP_GRAD_ALL_REDUCE_CP, PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD,
-            PP_PER_STEP, gradients);
+        add(plan, cp_axis, slot, PP_OP_GRAD_ALL_REDUCE_CP, PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD, PP_PER_STEP,
+            gradients, collectives);
       }
     }
   }
 
-  // ZeRO-3 holds a layer's weights whole while it runs, and the next one's as it arrives: PyTorch
+  // ZeRO-3 holds a layer's weights whole while it runs, and the next ones' as they arrive: PyTorch
   // FSDP prefetches one layer ahead (FSDP2's implicit prefetch, FSDP1's BACKWARD_PRE), as
-  // Megatron-LM's FSDP does; without overlap a layer is gathered only when it is needed. In
-  // backward the running layer's gradients are whole too until their reduce-scatter. On every
-  // stage: (1 + prefetch) x the largest layer's weights + its gradients. The embedding and the
+  // Megatron-LM's FSDP does (the engine's `prefetch`); without overlap a layer is gathered only
+  // when it is needed. In backward the running layer's gradients are whole too until their
+  // reduce-scatter. On every stage: (1 + prefetch) x the largest layer's weights + its gradients. The embedding and the
   // head stay gathered from their forward to their backward (FSDP2 does not reshard the root
   // module, which holds them, after forward), on the stages that hold them. Only sharded state is
   // gathered: experts that ep left whole on their rank (edp = 1) are held anyway. Synchronised
@@ -237,7 +316,7 @@ class ZeroSharding {
   void add_gathered_buffers(PlanEditor& plan, const ModelState& state, bool dense_sharded, bool experts_sharded,
                             bool per_step) const {
     if (!dense_sharded && !experts_sharded) return;
-    const double layers_in_flight = overlap_ ? 2.0 : 1.0;
+    const double layers_in_flight = overlap_ ? 1.0 + static_cast<double>(engine_.prefetch) : 1.0;
     double layer_bytes = 0;
     for (size_t i = 0; i < state.dense.slots.size(); ++i) {
       const double weights = (dense_sharded ? state.dense.weights[i] : 0.0) + (experts_sharded ? state.experts.weights[i] : 0.0);
@@ -269,28 +348,31 @@ class ZeroSharding {
       add(plan, axis, slot, PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, phase, PP_PER_MICRO_BATCH, weights);
   }
 
-  // One set of collectives per slot that holds state (embedding, each kind of layer, head).
+  // One set of collectives per slot that holds state (embedding, each kind of layer, head), the
+  // reductions (and stages 1-2's gathers after the update) in the engine's buckets.
   void add_communication(PlanEditor& plan, int32_t axis, const StateBytes& state, bool per_step) const {
     const pp_frequency reduction = reduction_frequency(per_step);
     for (size_t i = 0; i < state.slots.size(); ++i) {
       const StateSlot scope = state.slots[i];
       const double weights = state.weights[i], gradients = state.gradients[i];
       if (weights <= 0) continue;
+      const uint32_t collectives = buckets(weights);
       switch (stage_) {
         case 0:
           add(plan, axis, scope, PP_OP_GRAD_ALL_REDUCE, PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD, PP_PER_STEP,
-              gradients);
+              gradients, collectives);
           break;
         case 1:
         case 2:
           add(plan, axis, scope, PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD, reduction,
-              gradients);
-          add(plan, axis, scope, PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_STEP, PP_PER_STEP, weights);
+              gradients, collectives);
+          add(plan, axis, scope, PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_STEP, PP_PER_STEP, weights,
+              collectives);
           break;
         default:
           add_stage3_gathers(plan, axis, scope, weights, per_step);
           add(plan, axis, scope, PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD, reduction,
-              gradients);
+              gradients, collectives);
           break;
       }
     }
@@ -299,6 +381,7 @@ class ZeroSharding {
   std::string owner_;
   int64_t stage_;
   bool overlap_;
+  DataParallelEngine engine_;
 };
 
 }  // namespace paraplan::strategies

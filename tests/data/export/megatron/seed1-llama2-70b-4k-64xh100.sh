@@ -55,6 +55,7 @@ PARALLEL_ARGS=(
   --use-distributed-optimizer
   --overlap-grad-reduce
   --overlap-param-gather
+  --ddp-bucket-size 106956800
 )
 
 # activation recomputation

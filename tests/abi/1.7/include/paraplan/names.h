@@ -185,4 +185,11 @@
 #define PP_STRATEGY_FSDP "fsdp"
 #define PP_STRATEGY_HSDP "hsdp"
 
+/* Recipe keys of the data-parallel strategies (fsdp, hsdp) that exporters translate into their
+ * engine's settings. */
+#define PP_DP_PARAM_STAGE "stage"                       /* ZeRO stage */
+#define PP_DP_PARAM_OVERLAP "overlap"                   /* reductions behind backward, gathers prefetched */
+#define PP_DP_PARAM_BUCKET_PARAMETERS "bucket_parameters" /* parameters per gradient bucket; 0: one per layer */
+#define PP_DP_PARAM_PREFETCH "prefetch"                 /* stage 3: layers gathered ahead */
+
 #endif /* PARAPLAN_NAMES_H */
