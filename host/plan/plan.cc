@@ -484,8 +484,13 @@ std::vector<size_t> top_level_axes_in_order(std::span<const pp_mesh_axis> axes, 
   return top_level;
 }
 
-void mesh_strides(std::span<const pp_mesh_axis> axes, std::span<const size_t> top_level_order, int64_t num_gpus,
-                  int64_t* strides) {
+bool try_mesh_strides(std::span<const pp_mesh_axis> axes, std::span<const size_t> top_level_order, int64_t num_gpus,
+                      int64_t* strides, std::string* why) {
+  // The reason is formatted only for a caller that reads it.
+  auto refuse = [&](auto&& reason) {
+    if (why) *why = reason();
+    return false;
+  };
   std::fill(strides, strides + axes.size(), int64_t{0});
   int64_t stride = 1;
   for (size_t index : top_level_order) {
@@ -493,8 +498,9 @@ void mesh_strides(std::span<const pp_mesh_axis> axes, std::span<const size_t> to
     stride *= axes[index].degree;
   }
   if (stride != num_gpus)
-    throw PlanError("the mesh covers " + std::to_string(stride) + " GPUs but the cluster has " +
-                    std::to_string(num_gpus));
+    return refuse([&] {
+      return "the mesh covers " + std::to_string(stride) + " GPUs but the cluster has " + std::to_string(num_gpus);
+    });
   // Children subdivide their parent innermost-first, in creation order. A parent is one
   // top-level axis or a region of several (paraplan::axis_region) whose axes must follow one
   // another in the layout: each one's stride the previous one's times its degree.
@@ -506,24 +512,33 @@ void mesh_strides(std::span<const pp_mesh_axis> axes, std::span<const size_t> to
     const std::vector<std::string_view> names = paraplan::axis_region(parent.c_str());
     const bool region = names.size() > 1;
     int64_t parent_stride = 0, parent_degree = 1;
-    std::string spanned;
+    std::vector<std::string_view> spanned;
+    auto spanned_text = [&] {
+      std::string text;
+      for (std::string_view name : spanned) text += (text.empty() ? "" : ", ") + std::string(name);
+      return text;
+    };
     for (std::string_view name : names) {
       auto member = std::find_if(axes.begin(), axes.end(), [&](const pp_mesh_axis& axis) {
         return axis.parent[0] == '\0' && name == axis.name;
       });
       if (member == axes.end()) {
         if (!region) break;  // its children keep stride 0: refused below, naming each of them
-        throw PlanError("mesh region '" + parent + "' names an axis '" + std::string(name) + "' that no strategy created");
+        return refuse([&] {
+          return "mesh region '" + parent + "' names an axis '" + std::string(name) + "' that no strategy created";
+        });
       }
       const int64_t stride = strides[static_cast<size_t>(member - axes.begin())];
       if (parent_stride == 0) {
         parent_stride = stride;
       } else if (stride != parent_stride * parent_degree) {
-        throw PlanError("axes inside '" + parent + "' need " + spanned + " and " + std::string(name) +
-                        " next to each other in the mesh order (innermost first), as in Megatron-LM's tp-cp-ep-dp-pp");
+        return refuse([&] {
+          return "axes inside '" + parent + "' need " + spanned_text() + " and " + std::string(name) +
+                 " next to each other in the mesh order (innermost first), as in Megatron-LM's tp-cp-ep-dp-pp";
+        });
       }
       parent_degree *= member->degree;
-      spanned += (spanned.empty() ? "" : ", ") + std::string(name);
+      spanned.push_back(name);
     }
     if (parent_stride == 0) continue;
     int64_t child_stride = parent_stride, covered = 1;
@@ -534,15 +549,26 @@ void mesh_strides(std::span<const pp_mesh_axis> axes, std::span<const size_t> to
       covered *= axes[child].degree;
     }
     if (parent_degree % covered != 0)
-      throw PlanError("axes inside '" + parent + "' have degree product " + std::to_string(covered) +
-                      ", which does not divide " +
-                      (region ? "the " + std::to_string(parent_degree) + " ranks " + spanned + " span"
-                              : "its degree " + std::to_string(parent_degree)));
+      return refuse([&] {
+        return "axes inside '" + parent + "' have degree product " + std::to_string(covered) +
+               ", which does not divide " +
+               (region ? "the " + std::to_string(parent_degree) + " ranks " + spanned_text() + " span"
+                       : "its degree " + std::to_string(parent_degree));
+      });
   }
   for (size_t i = 0; i < axes.size(); ++i)
     if (strides[i] == 0)
-      throw PlanError("mesh axis '" + std::string(axes[i].name) + "' subdivides an axis '" + axes[i].parent +
-                      "' that no strategy created");
+      return refuse([&] {
+        return "mesh axis '" + std::string(axes[i].name) + "' subdivides an axis '" + axes[i].parent +
+               "' that no strategy created";
+      });
+  return true;
+}
+
+void mesh_strides(std::span<const pp_mesh_axis> axes, std::span<const size_t> top_level_order, int64_t num_gpus,
+                  int64_t* strides) {
+  std::string why;
+  if (!try_mesh_strides(axes, top_level_order, num_gpus, strides, &why)) throw PlanError(why);
 }
 
 }  // namespace paraplan::host

@@ -140,4 +140,9 @@ std::vector<size_t> top_level_axes_in_order(std::span<const pp_mesh_axis> axes, 
 void mesh_strides(std::span<const pp_mesh_axis> axes, std::span<const size_t> top_level_order, int64_t num_gpus,
                   int64_t* strides);
 
+// The same without throwing, for the search, which tries every layout: false when the layout
+// cannot be laid out, the reason written to `why` when it is not null (formatted only then).
+bool try_mesh_strides(std::span<const pp_mesh_axis> axes, std::span<const size_t> top_level_order, int64_t num_gpus,
+                      int64_t* strides, std::string* why);
+
 }  // namespace paraplan::host

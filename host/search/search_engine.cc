@@ -464,22 +464,22 @@ class Worker {
     for (size_t i = 0; i < permutation.size(); ++i) permutation[i] = i;
     layout_orders_.clear();
     uint32_t count = 0;
-    std::optional<PlanError> refused;  // a layout the plan's axes cannot take (a region split apart): skipped
+    std::optional<std::string> refused;  // the first layout the plan's axes cannot take (a region split apart)
     do {
       top_level_.clear();
       for (size_t position : permutation) top_level_.push_back(moving[position]);
       top_level_.insert(top_level_.end(), fixed.begin(), fixed.end());
       strides_.resize((count + 1) * axes.size());
-      try {
-        mesh_strides(axes, top_level_, cluster_.num_gpus, strides_.data() + count * axes.size());
-      } catch (const PlanError& failure) {
-        if (!refused) refused = failure;
+      std::string why;
+      if (!try_mesh_strides(axes, top_level_, cluster_.num_gpus, strides_.data() + count * axes.size(),
+                            refused ? nullptr : &why)) {
+        if (!refused) refused = std::move(why);
         continue;
       }
       layout_orders_.push_back(top_level_);
       ++count;
     } while (std::next_permutation(permutation.begin(), permutation.end()));
-    if (count == 0 && refused) throw *refused;
+    if (count == 0 && refused) throw PlanError(*refused);
     strides_.resize(count * axes.size());
     return count;
   }

@@ -162,23 +162,22 @@ class ExpertParallel : public paraplan::Strategy {
   void validate(const paraplan::StrategyContext& context) override {
     const pp_model& model = context.model;
     if (model.moe_experts <= 0)
-      throw paraplan::ConstraintError("expert parallelism needs a mixture-of-experts model, but model '" +
-                                      std::string(model.name ? model.name : "custom") +
-                                      "' is dense (moe_experts = 0)");
+      return refuse("expert parallelism needs a mixture-of-experts model, but model '" +
+                    std::string(model.name ? model.name : "custom") + "' is dense (moe_experts = 0)");
     if (model.moe_experts % context.degree != 0)
-      throw paraplan::ConstraintError("ep = " + std::to_string(context.degree) +
-                                      " must divide moe_experts = " + std::to_string(model.moe_experts) +
-                                      " (each rank holds the same number of experts)");
+      return refuse("ep = " + std::to_string(context.degree) +
+                    " must divide moe_experts = " + std::to_string(model.moe_experts) +
+                    " (each rank holds the same number of experts)");
     // Megatron-Core's TransformerConfig: the merged forward and backward of two micro-batches
     // cannot be recomputed layer by layer.
     if ((paraplan::issue::cuda_graph_modules(context.training) & PP_CUDA_GRAPH_MOE) && !drop_and_pad())
-      throw paraplan::ConstraintError("cuda_graph_modules \"moe\" captures the whole MoE block, which needs drop-and-pad "
-                                      "routing (capacity_factor > 0 with pad_to_capacity; Megatron-Core refuses it "
-                                      "otherwise): capture moe_router and moe_preprocess instead");
+      return refuse("cuda_graph_modules \"moe\" captures the whole MoE block, which needs drop-and-pad "
+                    "routing (capacity_factor > 0 with pad_to_capacity; Megatron-Core refuses it "
+                    "otherwise): capture moe_router and moe_preprocess instead");
     if (overlap_ && context.training.recompute == PP_RECOMPUTE_FULL)
-      throw paraplan::ConstraintError("overlap = true (one micro-batch's all-to-alls behind another's compute) cannot "
-                                      "run with recompute = \"full\" (Megatron-Core refuses it): recompute "
-                                      "\"selective\" or overlap = false");
+      return refuse("overlap = true (one micro-batch's all-to-alls behind another's compute) cannot "
+                    "run with recompute = \"full\" (Megatron-Core refuses it): recompute "
+                    "\"selective\" or overlap = false");
   }
 
   void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
@@ -186,17 +185,17 @@ class ExpertParallel : public paraplan::Strategy {
     const paraplan::PlanView view = plan.view();
     const int64_t t = view.axis_degree(PP_AXIS_TP), etp = etp_ == 0 ? t : etp_;
     if (etp_ == 1 && t == 1)
-      throw paraplan::ConstraintError("etp = 1 keeps the experts whole beside tensor parallelism, but there is no tp: "
-                                      "they are whole already (leave etp out)");
+      return refuse("etp = 1 keeps the experts whole beside tensor parallelism, but there is no tp: "
+                    "they are whole already (leave etp out)");
     if (etp != 1 && etp != t)
-      throw paraplan::ConstraintError("etp = " + std::to_string(etp) + " must be 1 or tp's degree " + std::to_string(t) +
-                                      " (an expert tensor-parallel group of its own size is not modelled)");
+      return refuse("etp = " + std::to_string(etp) + " must be 1 or tp's degree " + std::to_string(t) +
+                    " (an expert tensor-parallel group of its own size is not modelled)");
     // Each tensor-parallel rank dispatches its own tokens under sequence parallelism.
     const bool sequence_split = t > 1 && !view.ops_named(PP_OP_TP_REDUCE_SCATTER).empty();
     if (etp == 1 && t > 1 && !sequence_split)
-      throw paraplan::ConstraintError("etp = 1 with tp = " + std::to_string(t) +
-                                      " needs sequence parallelism (sp mode \"megatron\"): Megatron-Core routes each "
-                                      "tensor-parallel rank's own tokens, and requires it for MoE with tensor parallelism");
+      return refuse("etp = 1 with tp = " + std::to_string(t) +
+                    " needs sequence parallelism (sp mode \"megatron\"): Megatron-Core routes each "
+                    "tensor-parallel rank's own tokens, and requires it for MoE with tensor parallelism");
     // The ranks EP is carved out of, innermost first: tp (when the experts are whole), cp, dp.
     std::string region;
     int64_t ranks = view.data_parallel_size();
@@ -207,8 +206,8 @@ class ExpertParallel : public paraplan::Strategy {
     }
     region += PP_AXIS_DP;
     if (ranks % e != 0)
-      throw paraplan::ConstraintError("ep = " + std::to_string(e) + " must divide the " + std::to_string(ranks) +
-                                      " ranks it is carved out of (" + region + ", etp = " + std::to_string(etp) + ")");
+      return refuse("ep = " + std::to_string(e) + " must divide the " + std::to_string(ranks) +
+                    " ranks it is carved out of (" + region + ", etp = " + std::to_string(etp) + ")");
     const int32_t ep_axis = plan.add_axis(PP_AXIS_EP, e, kName, region);
     plan.add_axis(PP_AXIS_EDP, ranks / e, kName, region);
     const double split = sequence_split ? static_cast<double>(t) : 1.0;  // tokens of a rank: the micro-batch's / split

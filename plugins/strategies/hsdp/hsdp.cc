@@ -63,14 +63,15 @@ class HybridShardedDataParallel : public paraplan::Strategy {
 
   void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
     const int64_t degree = context.degree;
-    const int64_t group = shard_group(context, plan.view());
+    std::string why;
+    const int64_t group = shard_group(context, plan.view(), why);
+    if (group == 0) return refuse(why);
     const int64_t replicas = degree / group;
     if (replicas > 1 && plan.view().axis_index(PP_AXIS_EDP) >= 0)
-      throw paraplan::ConstraintError(
-          "hsdp with " + std::to_string(replicas) +
-          " replica groups does not support expert parallelism: ep's 'edp' axis spans all " + std::to_string(degree) +
-          " data-parallel ranks, more than a shard group of " + std::to_string(group) +
-          "; use fsdp with ep, or hsdp with shard_group = " + std::to_string(degree));
+      return refuse("hsdp with " + std::to_string(replicas) +
+                    " replica groups does not support expert parallelism: ep's 'edp' axis spans all " +
+                    std::to_string(degree) + " data-parallel ranks, more than a shard group of " +
+                    std::to_string(group) + "; use fsdp with ep, or hsdp with shard_group = " + std::to_string(degree));
 
     const int32_t dp_axis = plan.add_axis(PP_AXIS_DP, group, kName);
     const int32_t replicate_axis = plan.add_axis(PP_AXIS_DP_REPLICATE, replicas, kName);
@@ -86,8 +87,9 @@ class HybridShardedDataParallel : public paraplan::Strategy {
 
  private:
   // The recipe's shard group, or one node's worth of data-parallel ranks: the node's GPUs over
-  // the axes laid inside "dp" (tp and cp). A dp degree smaller than that is one group.
-  int64_t shard_group(const paraplan::StrategyContext& context, const paraplan::PlanView& view) const {
+  // the axes laid inside "dp" (tp and cp). A dp degree smaller than that is one group. 0, with
+  // `why` said, when no node-wide group divides the degree.
+  int64_t shard_group(const paraplan::StrategyContext& context, const paraplan::PlanView& view, std::string& why) const {
     if (shard_group_ > 0) return shard_group_;
     int64_t inner = 1;
     for (const char* name : {PP_AXIS_TP, PP_AXIS_CP}) {
@@ -95,16 +97,17 @@ class HybridShardedDataParallel : public paraplan::Strategy {
       if (axis >= 0) inner *= view.axes()[static_cast<size_t>(axis)].degree;
     }
     const int64_t per_node = context.cluster.gpus_per_node;
-    if (per_node % inner != 0)
-      throw paraplan::ConstraintError("hsdp cannot size a node-wide shard group: tp x cp = " + std::to_string(inner) +
-                                      " does not divide gpus_per_node = " + std::to_string(per_node) +
-                                      "; set shard_group");
+    if (per_node % inner != 0) {
+      why = "hsdp cannot size a node-wide shard group: tp x cp = " + std::to_string(inner) +
+            " does not divide gpus_per_node = " + std::to_string(per_node) + "; set shard_group";
+      return 0;
+    }
     const int64_t group = per_node / inner;
     if (context.degree % group == 0) return group;
     if (group % context.degree == 0) return context.degree;
-    throw paraplan::ConstraintError("hsdp's node-wide shard group of " + std::to_string(group) +
-                                    " ranks does not divide the hsdp degree " + std::to_string(context.degree) +
-                                    "; set shard_group");
+    why = "hsdp's node-wide shard group of " + std::to_string(group) + " ranks does not divide the hsdp degree " +
+          std::to_string(context.degree) + "; set shard_group";
+    return 0;
   }
 
   int64_t shard_group_;

@@ -60,21 +60,20 @@ class SequenceParallel : public paraplan::Strategy {
     const int64_t c = context.degree;
     const pp_model& model = context.model;
     if (mode_ == "megatron" && megatron_sp_)
-      throw paraplan::ConstraintError("sp megatron_sp = true combines Megatron SP with mode \"ring\" or \"ulysses\"; "
-                                      "mode \"megatron\" is Megatron SP already");
+      return refuse("sp megatron_sp = true combines Megatron SP with mode \"ring\" or \"ulysses\"; "
+                    "mode \"megatron\" is Megatron SP already");
     if (mode_ == "megatron") {
       if (c != 1)
-        throw paraplan::ConstraintError("sp mode \"megatron\" shards over the tp axis and takes no degree (got " +
-                                        std::to_string(c) + "); use mode \"ring\" or \"ulysses\" for context parallelism");
+        return refuse("sp mode \"megatron\" shards over the tp axis and takes no degree (got " + std::to_string(c) +
+                      "); use mode \"ring\" or \"ulysses\" for context parallelism");
       return;
     }
     // Causal load balancing gives each rank two chunks of the sequence (Megatron-LM requires it).
     if (mode_ == "ring" && model.seq_len % (2 * c) != 0)
-      throw paraplan::ConstraintError("sp ring: 2 x cp = " + std::to_string(2 * c) + " must divide seq_len = " +
-                                      std::to_string(model.seq_len));
+      return refuse("sp ring: 2 x cp = " + std::to_string(2 * c) + " must divide seq_len = " +
+                    std::to_string(model.seq_len));
     if (mode_ == "ulysses" && model.seq_len % c != 0)
-      throw paraplan::ConstraintError("sp ulysses: cp = " + std::to_string(c) + " must divide seq_len = " +
-                                      std::to_string(model.seq_len));
+      return refuse("sp ulysses: cp = " + std::to_string(c) + " must divide seq_len = " + std::to_string(model.seq_len));
   }
 
   void apply(const paraplan::StrategyContext& context, paraplan::PlanEditor& plan) override {
