@@ -127,10 +127,11 @@ std::vector<IssuedPass> issued_passes(const paraplan::PlanView& plan, const Slot
   const auto on_stream = [&](size_t op) { return compute_stream_s(plan, seconds, op); };
   const uint32_t kinds = plan.raw().layer_kind_count;
   for (uint32_t kind = kinds == 0 ? PP_EVERY_LAYER_KIND : 0; kinds == 0 || kind < kinds; ++kind) {
+    const paraplan::issue::LayerBlocks blocks = paraplan::issue::layer_blocks(plan, kind);
     for (paraplan::LayerShare share : layer_shares(plan))
       for (pp_phase phase : {PP_PHASE_FORWARD, PP_PHASE_BACKWARD, PP_PHASE_RECOMPUTE}) {
         IssuedPass pass{slots.of(PP_SCOPE_LAYER, kind, share), phase == PP_PHASE_FORWARD ? kForward : kBackward,
-                        paraplan::issue::layer_pass(plan, profile, kind, phase, on_stream, share), {}};
+                        paraplan::issue::layer_pass(plan, profile, kind, phase, on_stream, share, blocks), {}};
         if (pass.ops.empty()) continue;
         for (size_t i = 0; i < pass.ops.size(); ++i)
           if (pass.ops[i].communicates) pass.communicating.push_back(i);

@@ -110,7 +110,9 @@ inline bool inside_another_call(std::string_view name) {
 inline double issue_time(const pp_hardware_profile& profile, uint32_t modules, const pp_op& op, LayerBlocks blocks) {
   const std::string_view name(op.name);
   if (inside_another_call(name)) return 0.0;
-  if (captured(modules, cuda_graph_module_of(name, blocks))) return 0.0;
+  // Without CUDA graphs nothing is captured: the block is not looked up (a search prices this for
+  // every op of every pass).
+  if (modules != 0 && captured(modules, cuda_graph_module_of(name, blocks))) return 0.0;
   return host_op_overhead_s(profile) * static_cast<double>(std::max<uint32_t>(op.repeat, 1));
 }
 
@@ -179,12 +181,12 @@ inline double gpu_time(const PlanView& plan, const pp_hardware_binding_v1& hardw
 // each op's time on the compute stream given by `gpu_seconds(index)` (an executor that has
 // priced its ops already passes its table). `share`: a layer among its chunk's first ones set
 // apart (LayerShare::kFirst) or the others (kRest) runs only its share's ops (PlanView::op_share);
-// kAll lists every op.
+// kAll lists every op. `blocks`: layer_blocks(plan, kind), found once by a caller that lists every
+// phase and share of a kind.
 template <typename GpuSeconds>
 std::vector<IssuedOp> layer_pass(const PlanView& plan, const pp_hardware_profile& profile, uint32_t kind,
-                                 pp_phase phase, GpuSeconds gpu_seconds, LayerShare share = LayerShare::kAll) {
+                                 pp_phase phase, GpuSeconds gpu_seconds, LayerShare share, LayerBlocks blocks) {
   const uint32_t modules = cuda_graph_modules(plan.training());
-  const LayerBlocks blocks = layer_blocks(plan, kind);
   std::vector<IssuedOp> ops;
   for (size_t i = 0; i < plan.ops().size(); ++i) {
     const pp_op& op = plan.ops()[i];
@@ -200,6 +202,13 @@ std::vector<IssuedOp> layer_pass(const PlanView& plan, const pp_hardware_profile
     ops.push_back(issued);
   }
   return ops;
+}
+
+// The same, the layer's blocks found here.
+template <typename GpuSeconds>
+std::vector<IssuedOp> layer_pass(const PlanView& plan, const pp_hardware_profile& profile, uint32_t kind,
+                                 pp_phase phase, GpuSeconds gpu_seconds, LayerShare share = LayerShare::kAll) {
+  return layer_pass(plan, profile, kind, phase, gpu_seconds, share, layer_blocks(plan, kind));
 }
 
 inline std::vector<IssuedOp> layer_pass(const PlanView& plan, const pp_hardware_binding_v1& hardware, uint32_t kind,
