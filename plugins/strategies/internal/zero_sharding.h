@@ -169,11 +169,15 @@ class ZeroSharding {
     const double expert_shards =
         edp_axis >= 0 ? static_cast<double>(view.axes()[static_cast<size_t>(edp_axis)].degree) : dense_shards;
 
-    // Collective sizes are the unsharded state: read it before sharding.
-    const ModelState state{state_bytes(view, /*experts=*/false), state_bytes(view, /*experts=*/true), dense_shards};
+    // Collective sizes are the unsharded state: read it before sharding. Which items are expert
+    // state is read once (a search applies this to every candidate plan).
+    std::vector<bool> expert(view.memory().size());
+    for (size_t i = 0; i < expert.size(); ++i) expert[i] = is_expert_state(view.memory()[i].name);
+    const ModelState state{state_bytes(view, expert, /*experts=*/false), state_bytes(view, expert, /*experts=*/true),
+                           dense_shards};
     std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
     std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
-    shard(plan, memory, ops, dense_shards, expert_shards, per_step);
+    shard(plan, memory, expert, ops, dense_shards, expert_shards, per_step);
 
     if (dp > 1) add_communication(plan, group_axis, state.dense, per_step);
     if (edp_axis >= 0 && expert_shards > 1) add_communication(plan, edp_axis, state.experts, per_step);
@@ -230,7 +234,8 @@ class ZeroSharding {
   }
 
  private:
-  static StateBytes state_bytes(const PlanView& view, bool experts) {
+  // `expert`: whether each memory item is expert state.
+  static StateBytes state_bytes(const PlanView& view, const std::vector<bool>& expert, bool experts) {
     StateBytes bytes{state_slots(view), {}, {}};
     // Weights move and are held gathered at 2 bytes, however they are kept between steps.
     const double gathered_per_stored = kComputeWeightBytes / stored_weight_bytes(view.training());
@@ -238,7 +243,7 @@ class ZeroSharding {
     bytes.gradients.assign(bytes.slots.size(), 0.0);
     for (size_t i = 0; i < view.memory().size(); ++i) {
       const pp_memory_item& item = view.memory()[i];
-      if (is_expert_state(item.name) != experts) continue;
+      if (expert[i] != experts) continue;
       const uint32_t kind = item.scope == PP_SCOPE_LAYER ? view.memory_layer_kind(i) : PP_EVERY_LAYER_KIND;
       for (size_t slot = 0; slot < bytes.slots.size(); ++slot) {
         if (bytes.slots[slot].scope != item.scope || bytes.slots[slot].kind != kind) continue;
@@ -251,15 +256,15 @@ class ZeroSharding {
 
   // Divides each sharded item (and the optimizer update) by the ranks it is spread over.
   // Gradients synchronised once per step are held whole until then.
-  void shard(PlanEditor& plan, const std::vector<pp_memory_item>& memory, const std::vector<pp_op>& ops,
-             double dense_shards, double expert_shards, bool per_step) const {
+  void shard(PlanEditor& plan, const std::vector<pp_memory_item>& memory, const std::vector<bool>& expert,
+             const std::vector<pp_op>& ops, double dense_shards, double expert_shards, bool per_step) const {
     for (uint32_t i = 0; i < memory.size(); ++i) {
       pp_memory_item item = memory[i];
       bool sharded = (item.kind == PP_MEMORY_OPTIMIZER && stage_ >= 1) ||
                      (item.kind == PP_MEMORY_GRADIENTS && stage_ >= 2 && !per_step) ||
                      (item.kind == PP_MEMORY_PARAMETERS && stage_ >= 3);
       if (!sharded) continue;
-      item.bytes /= is_expert_state(item.name) ? expert_shards : dense_shards;
+      item.bytes /= expert[i] ? expert_shards : dense_shards;
       plan.set_memory(i, item);
     }
     // From stage 1 on, the optimizer update touches only this rank's shard.

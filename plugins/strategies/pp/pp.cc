@@ -275,7 +275,14 @@ class PipelineParallel : public paraplan::Strategy {
       costs.insert(costs.begin(), mean);
       costs.push_back(mean);
     }
-    std::vector<int64_t> sizes = pp_strategy::balance_by_cost(costs, chunks);
+    // A search asks again for every candidate plan with this degree: the same layers' costs,
+    // the same split (the host uses an instance from one thread at a time).
+    if (costs != balanced_costs_ || chunks != balanced_chunks_) {
+      balanced_sizes_ = pp_strategy::balance_by_cost(costs, chunks);
+      balanced_costs_ = std::move(costs);
+      balanced_chunks_ = chunks;
+    }
+    std::vector<int64_t> sizes = balanced_sizes_;
     if (trim_ends_) --sizes.front(), --sizes.back();
     return sizes;
   }
@@ -430,6 +437,10 @@ class PipelineParallel : public paraplan::Strategy {
   int64_t last_stage_layers_;
   bool trim_ends_;
   std::string layout_;
+  // chunk_split's last balance (by cost, into chunks), kept for the next plan of the search.
+  mutable std::vector<double> balanced_costs_;
+  mutable int64_t balanced_chunks_ = 0;
+  mutable std::vector<int64_t> balanced_sizes_;
 };
 
 }  // namespace

@@ -35,6 +35,7 @@
 #define PARAPLAN_TOKEN_ROUTING_HPP
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -71,11 +72,21 @@ inline double none_among(double n, double c, int64_t k) {
   return ratio;
 }
 
+// log n!, as lgamma(n + 1) gives it; looked up below 1024 (routers have at most a few hundred
+// groups, and a search asks for the same few for every plan).
+inline double log_factorial(int64_t n) {
+  static const std::array<double, 1024> table = [] {
+    std::array<double, 1024> values{};
+    for (size_t i = 0; i < values.size(); ++i) values[i] = std::lgamma(static_cast<double>(i) + 1.0);
+    return values;
+  }();
+  return n < static_cast<int64_t>(table.size()) ? table[static_cast<size_t>(n)] : std::lgamma(static_cast<double>(n) + 1.0);
+}
+
 // log C(n, k); -infinity when there is no way (k < 0 or k > n).
 inline double log_choose(int64_t n, int64_t k) {
   if (k < 0 || k > n) return -std::numeric_limits<double>::infinity();
-  return std::lgamma(static_cast<double>(n) + 1.0) - std::lgamma(static_cast<double>(k) + 1.0) -
-         std::lgamma(static_cast<double>(n - k) + 1.0);
+  return log_factorial(n) - log_factorial(k) - log_factorial(n - k);
 }
 
 // P(no pick among `overlap` of a kept group's experts): the group supplies top_k / g picks,
