@@ -87,7 +87,7 @@ struct ModelState {
 };
 
 // The data-parallel engine's behaviour, as fsdp and hsdp take it from the recipe
-// (docs/strategies.md lists each engine's values).
+// (docs/recipes.md lists each engine's values).
 struct DataParallelEngine {
   int64_t stage = 0;
   bool overlap = true;  // gradient reductions behind backward, stage-3 gathers prefetched
@@ -143,7 +143,7 @@ inline DataParallelEngine data_parallel_engine(const Params& params) {
 class ZeroSharding {
  public:
   ZeroSharding(std::string owner, DataParallelEngine engine)
-      : owner_(std::move(owner)), stage_(engine.stage), overlap_(engine.overlap), engine_(engine) {}
+      : owner_(std::move(owner)), engine_(engine) {}
 
   // Why these settings cannot run, or empty (for the strategy's validate()).
   std::string refusal() const { return engine_refusal(owner_, engine_); }
@@ -161,7 +161,7 @@ class ZeroSharding {
     // Megatron-LM's distributed optimizer (stages 1-2; optimizer/__init__.py builds it on the
     // intra_dp_cp group), and stage 3 as torchtitan's FSDP2 shards on its dp_shard_cp mesh
     // (parallel_dims.py) and Megatron-FSDP on the dp-cp group.
-    const bool over_cp = stage_ >= 1 && cp > 1;
+    const bool over_cp = engine_.stage >= 1 && cp > 1;
     const double dense_shards = over_cp ? dp * cp : dp;
     const bool per_step = syncs_per_step(view);
     // ep carves "edp" out of cp x dp (ep.cc), so expert state already spans the cp ranks; without
@@ -183,7 +183,7 @@ class ZeroSharding {
     if (edp_axis >= 0 && expert_shards > 1) add_communication(plan, edp_axis, state.experts, per_step);
     if (edp_axis < 0 && dp > 1) add_communication(plan, group_axis, state.experts, per_step);
     if (cp > 1) add_context_parallel_communication(plan, cp_axis, state, dp, edp_axis < 0, per_step);
-    if (stage_ == 3) add_gathered_buffers(plan, state, dense_shards > 1, expert_shards > 1, per_step);
+    if (engine_.stage == 3) add_gathered_buffers(plan, state, dense_shards > 1, expert_shards > 1, per_step);
     return state;
   }
 
@@ -198,14 +198,14 @@ class ZeroSharding {
   // data-parallel ranks "synchronize after each training step" (Dubey et al. 2024, §3.3.2).
   bool syncs_per_step(const PlanView& view) const {
     const int32_t pp_axis = view.axis_index(PP_AXIS_PP);
-    return stage_ >= 2 && pp_axis >= 0 && view.axes()[static_cast<size_t>(pp_axis)].degree > 1;
+    return engine_.stage >= 2 && pp_axis >= 0 && view.axes()[static_cast<size_t>(pp_axis)].degree > 1;
   }
 
   // How often the gradients are reduce-scattered: once per step at stage 1 (the distributed
   // optimizer accumulates whole gradients) and when synchronised once per step, else every
   // micro-batch, which keeps stages 2 and 3 sharded across accumulation.
   pp_frequency reduction_frequency(bool per_step) const {
-    return stage_ == 1 || per_step ? PP_PER_STEP : PP_PER_MICRO_BATCH;
+    return engine_.stage == 1 || per_step ? PP_PER_STEP : PP_PER_MICRO_BATCH;
   }
 
   // How many collectives move one slot's state of `weight_bytes` (its weights as gathered, 2
@@ -229,7 +229,7 @@ class ZeroSharding {
     op.repeat = collectives;
     op.frequency = frequency;
     const bool waits_for_itself = phase != PP_PHASE_STEP && kind == PP_COLLECTIVE_ALL_GATHER && engine_.prefetch < 1;
-    op.overlap = overlap_ && phase != PP_PHASE_STEP && !waits_for_itself ? PP_OVERLAP_COMPUTE : PP_OVERLAP_NONE;
+    op.overlap = engine_.overlap && phase != PP_PHASE_STEP && !waits_for_itself ? PP_OVERLAP_COMPUTE : PP_OVERLAP_NONE;
     plan.insert_layer_op(plan.view().raw().op_count, op, slot.kind);
   }
 
@@ -260,15 +260,15 @@ class ZeroSharding {
              const std::vector<pp_op>& ops, double dense_shards, double expert_shards, bool per_step) const {
     for (uint32_t i = 0; i < memory.size(); ++i) {
       pp_memory_item item = memory[i];
-      bool sharded = (item.kind == PP_MEMORY_OPTIMIZER && stage_ >= 1) ||
-                     (item.kind == PP_MEMORY_GRADIENTS && stage_ >= 2 && !per_step) ||
-                     (item.kind == PP_MEMORY_PARAMETERS && stage_ >= 3);
+      bool sharded = (item.kind == PP_MEMORY_OPTIMIZER && engine_.stage >= 1) ||
+                     (item.kind == PP_MEMORY_GRADIENTS && engine_.stage >= 2 && !per_step) ||
+                     (item.kind == PP_MEMORY_PARAMETERS && engine_.stage >= 3);
       if (!sharded) continue;
       item.bytes /= expert[i] ? expert_shards : dense_shards;
       plan.set_memory(i, item);
     }
     // From stage 1 on, the optimizer update touches only this rank's shard.
-    if (stage_ < 1) return;
+    if (engine_.stage < 1) return;
     for (uint32_t i = 0; i < ops.size(); ++i) {
       if (!is_optimizer_step(ops[i].name)) continue;
       pp_op op = ops[i];
@@ -285,7 +285,7 @@ class ZeroSharding {
   // gradients. Expert state joins only when it is not already reduced over an "edp" that spans cp.
   void add_context_parallel_communication(PlanEditor& plan, int32_t cp_axis, const ModelState& state, double dp,
                                           bool with_experts, bool per_step) const {
-    const double share = stage_ >= 1 ? 1.0 / dp : 1.0;
+    const double share = engine_.stage >= 1 ? 1.0 / dp : 1.0;
     const pp_frequency reduction = reduction_frequency(per_step);
     for (size_t i = 0; i < state.dense.slots.size(); ++i) {
       const double gradients = (state.dense.gradients[i] + (with_experts ? state.experts.gradients[i] : 0.0)) * share;
@@ -293,12 +293,12 @@ class ZeroSharding {
       // Each of the combined dp x cp collective's buckets has its leg over cp.
       const uint32_t collectives = buckets(weights / share);
       const StateSlot slot = state.dense.slots[i];
-      if (stage_ == 1 || stage_ == 2) {
+      if (engine_.stage == 1 || engine_.stage == 2) {
         add(plan, cp_axis, slot, PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD, reduction,
             gradients, collectives);
         add(plan, cp_axis, slot, PP_OP_PARAM_ALL_GATHER, PP_COLLECTIVE_ALL_GATHER, PP_PHASE_STEP, PP_PER_STEP, weights,
             collectives);
-      } else if (stage_ == 3) {
+      } else if (engine_.stage == 3) {
         add_stage3_gathers(plan, cp_axis, slot, weights, per_step);
         add(plan, cp_axis, slot, PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD, reduction,
             gradients, collectives);
@@ -321,7 +321,7 @@ class ZeroSharding {
   void add_gathered_buffers(PlanEditor& plan, const ModelState& state, bool dense_sharded, bool experts_sharded,
                             bool per_step) const {
     if (!dense_sharded && !experts_sharded) return;
-    const double layers_in_flight = overlap_ ? 1.0 + static_cast<double>(engine_.prefetch) : 1.0;
+    const double layers_in_flight = engine_.overlap ? 1.0 + static_cast<double>(engine_.prefetch) : 1.0;
     double layer_bytes = 0;
     for (size_t i = 0; i < state.dense.slots.size(); ++i) {
       const double weights = (dense_sharded ? state.dense.weights[i] : 0.0) + (experts_sharded ? state.experts.weights[i] : 0.0);
@@ -362,7 +362,7 @@ class ZeroSharding {
       const double weights = state.weights[i], gradients = state.gradients[i];
       if (weights <= 0) continue;
       const uint32_t collectives = buckets(weights);
-      switch (stage_) {
+      switch (engine_.stage) {
         case 0:
           add(plan, axis, scope, PP_OP_GRAD_ALL_REDUCE, PP_COLLECTIVE_ALL_REDUCE, PP_PHASE_BACKWARD, PP_PER_STEP,
               gradients, collectives);
@@ -384,8 +384,6 @@ class ZeroSharding {
   }
 
   std::string owner_;
-  int64_t stage_;
-  bool overlap_;
   DataParallelEngine engine_;
 };
 
