@@ -141,10 +141,11 @@ bool translate_data_parallel(const paraplan::PlanView& plan, const Strategy& str
   // Megatron-LM's DDP buckets (distributed_data_parallel.py): --ddp-bucket-size parameters, the
   // distributed optimizer's all-gather on the same buckets; without --overlap-grad-reduce one
   // bucket for everything. Pipeline stages after the first (and model chunks after a stage's
-  // first) reduce in one bucket too, after their last backward: those stages finish backward
-  // before the first stage does and wait for it at the optimizer (the gradient norm spans the
-  // pipeline), so the bucket runs in that wait, not on the step's path: priced bucket by bucket
-  // behind the last backward instead, the same bytes within the same slack, not reported.
+  // first) reduce in one bucket too, after their last backward: stage s finishes backward s
+  // micro-batch backwards before the first stage and waits for it at the optimizer (the gradient
+  // norm spans the pipeline), so the bucket runs in that wait, about as long as the last
+  // backward paraplan hides the buckets behind: the same bytes within about the same slack, not
+  // reported.
   auto gradient_buckets = [&] {
     if (reducing <= 1) return;
     if (!overlap) {
