@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Golden reports: every shipped recipe -> the key figures of its `paraplan evaluate --json`.
+"""Golden reports: every shipped recipe -> the key figures of its `paraplan evaluate --json`, and
+every shipped search recipe (recipes/search) -> its counts and top five (`search --json`: plans,
+fit, priced, rejected per reason, layouts timed; each ranked plan's strategies and figures).
 
 The unit tests check the cost model against independent values (papers, hand calculations);
 these files pin the figures of the shipped recipes so that any change to them is seen and
-decided on, not slipped in. After an intended change, regenerate and review the diff:
+decided on, not slipped in; a change meant to make the search faster must leave its golden as
+it was. After an intended change, regenerate and review the diff:
 
     tests/golden/check_golden.py build/default/bin/paraplan recipes tests/golden --update
 """
@@ -41,6 +44,29 @@ def figures(paraplan, recipe):
     return {key: value for key, value in flat.items() if key in KEYS or any(key.startswith(p) for p in PREFIXES)}
 
 
+# What a search's golden keeps: the counts, the rejections' plan counts and examples, the top
+# five's strategies and figures (not the time it took, nor the interval band's width).
+SEARCH_KEYS = ["plans", "valid_plans", "priced_plans", "layouts_timed"]
+RANKED_KEYS = ["rank", "step_s", "tokens_per_s_per_gpu", "mfu", "memory_per_gpu_bytes", "strategies", "micro_batch",
+               "recompute", "recompute_num_layers", "mesh_order", "layouts_timed"]
+
+
+def search_figures(paraplan, recipe):
+    run = subprocess.run([paraplan, "search", str(recipe), "--json", "-q", "--top", "5", "--threads", "2"],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"{recipe}: exit {run.returncode}: {run.stderr.strip()}")
+    result = json.loads(run.stdout)
+    figures = {key: result[key] for key in SEARCH_KEYS}
+    for reason, rejected in result["rejected"].items():
+        figures[f"rejected.{reason}.plans"] = rejected["plans"]
+        figures[f"rejected.{reason}.example"] = rejected["example"]
+    for plan in result["top"]:
+        for key in RANKED_KEYS:
+            figures[f"top.{plan['rank']}.{key}"] = plan.get(key)
+    return figures
+
+
 def differences(expected, actual):
     for key in sorted(set(expected) | set(actual)):
         want, got = expected.get(key), actual.get(key)
@@ -57,11 +83,13 @@ def main():
         sys.exit(__doc__)
     paraplan, recipes, golden = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
     update = "--update" in sys.argv[4:]
-    files = sorted(recipes.glob("*.toml")) + sorted((recipes / "scenarios").glob("*.toml"))
+    files = [(recipe, recipe.stem, figures) for recipe in
+             sorted(recipes.glob("*.toml")) + sorted((recipes / "scenarios").glob("*.toml"))]
+    files += [(recipe, "search-" + recipe.stem, search_figures) for recipe in sorted((recipes / "search").glob("*.toml"))]
     failures = passed = 0
-    for recipe in files:
-        golden_file = golden / (recipe.stem + ".json")
-        actual = figures(paraplan, recipe)
+    for recipe, name, report in files:
+        golden_file = golden / (name + ".json")
+        actual = report(paraplan, recipe)
         if update:
             golden_file.write_text(json.dumps(actual, indent=2, sort_keys=True) + "\n")
             print(f"wrote {golden_file}")
