@@ -16,17 +16,19 @@ void apply_strategy_or_refuse(const PluginInstance& strategy, const pp_strategy_
                               Refusal& refusal) {
   const pp_strategy_v1& functions = *strategy.metadata().strategy;
   plan.clear_refusal();
+  // A failure or refusal that the host's own refusal of an edit caused is the host's error.
+  auto refused_edit = [&](const std::string& failure) {
+    return InputError(failure + " (the host refused a plan edit: " + plan.refusal() + ")");
+  };
   try {
     strategy.invoke_or_refuse(
         [&](pp_error* error) { return functions.apply(strategy.handle(), &context, &plan.api(), error); }, refusal);
   } catch (const HostError& failure) {
     if (plan.refusal().empty()) throw;
-    throw InputError(std::string(failure.what()) + " (the host refused a plan edit: " + plan.refusal() + ")");
+    throw refused_edit(failure.what());
   }
   if (refusal) {
-    // A refusal the host's own edit refusal caused is the host's error, as apply_strategy reports it.
-    if (!plan.refusal().empty())
-      throw InputError(strategy.message_of(refusal) + " (the host refused a plan edit: " + plan.refusal() + ")");
+    if (!plan.refusal().empty()) throw refused_edit(strategy.message_of(refusal));
     return;
   }
   if (!plan.refusal().empty())

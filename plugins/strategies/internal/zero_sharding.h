@@ -288,10 +288,11 @@ class ZeroSharding {
     const double share = engine_.stage >= 1 ? 1.0 / dp : 1.0;
     const pp_frequency reduction = reduction_frequency(per_step);
     for (size_t i = 0; i < state.dense.slots.size(); ++i) {
+      const double slot_weights = state.dense.weights[i] + (with_experts ? state.experts.weights[i] : 0.0);
       const double gradients = (state.dense.gradients[i] + (with_experts ? state.experts.gradients[i] : 0.0)) * share;
-      const double weights = (state.dense.weights[i] + (with_experts ? state.experts.weights[i] : 0.0)) * share;
+      const double weights = slot_weights * share;
       // Each of the combined dp x cp collective's buckets has its leg over cp.
-      const uint32_t collectives = buckets(weights / share);
+      const uint32_t collectives = buckets(slot_weights);
       const StateSlot slot = state.dense.slots[i];
       if (engine_.stage == 1 || engine_.stage == 2) {
         add(plan, cp_axis, slot, PP_OP_GRAD_REDUCE_SCATTER, PP_COLLECTIVE_REDUCE_SCATTER, PP_PHASE_BACKWARD, reduction,
