@@ -41,9 +41,10 @@ int32_t raw(const Enum& field) {
 // not negative, names terminated, communication on an existing axis.
 std::string op_problem(const pp_op& op, size_t axis_count) {
   if (!terminated(op.name) || !terminated(op.owner)) return "its name or owner is not NUL-terminated";
-  const std::string which = "op '" + std::string(op.name) + "'";
+  // Named only when refused: a search checks every op a strategy edits.
+  const auto which = [&] { return "op '" + std::string(op.name) + "'"; };
   auto out_of = [&](const char* field, long long value, const char* range) {
-    return which + " has " + field + " " + std::to_string(value) + ", not " + range;
+    return which() + " has " + field + " " + std::to_string(value) + ", not " + range;
   };
   if (op.name[0] == '\0') return "an op has an empty name";
   if (raw(op.kind) < PP_OP_GEMM || raw(op.kind) > PP_OP_HOST_TRANSFER) return out_of("kind", raw(op.kind), "1-6");
@@ -53,31 +54,31 @@ std::string op_problem(const pp_op& op, size_t axis_count) {
   if (raw(op.dtype) < 0 || raw(op.dtype) > PP_DTYPE_NVFP4) return out_of("dtype", raw(op.dtype), "0-6");
   if (raw(op.collective) < PP_COLLECTIVE_NONE || raw(op.collective) > PP_COLLECTIVE_BROADCAST)
     return out_of("collective", raw(op.collective), "0-5");
-  if (op.kind == PP_OP_COLLECTIVE && op.collective == PP_COLLECTIVE_NONE) return which + " is a collective of kind NONE";
+  if (op.kind == PP_OP_COLLECTIVE && op.collective == PP_COLLECTIVE_NONE) return which() + " is a collective of kind NONE";
   if (raw(op.overlap) != PP_OVERLAP_NONE && raw(op.overlap) != PP_OVERLAP_COMPUTE) return out_of("overlap", raw(op.overlap), "0-1");
   if (op.repeat == 0 || op.repeat > kMaxRepeat) return out_of("repeat", op.repeat, "1-1000000");
   const std::pair<const char*, double> numbers[] = {{"m", op.m}, {"n", op.n}, {"k", op.k}, {"count", op.count},
                                                     {"flops", op.flops}, {"bytes", op.bytes}};
   for (const auto& [field, value] : numbers)
     if (!finite_non_negative(value))
-      return which + " has " + field + " = " + std::to_string(value) + ", not a finite number >= 0";
+      return which() + " has " + field + " = " + std::to_string(value) + ", not a finite number >= 0";
   const bool communicates = op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV;
   // An op may name an axis that a later strategy has not created yet only by index; require it now.
   if (communicates && (op.axis < 0 || static_cast<size_t>(op.axis) >= axis_count))
-    return which + " communicates over axis " + std::to_string(op.axis) + ", but the plan has " +
+    return which() + " communicates over axis " + std::to_string(op.axis) + ", but the plan has " +
            std::to_string(axis_count) + " axes";
   return "";
 }
 
 std::string memory_problem(const pp_memory_item& item) {
   if (!terminated(item.name) || !terminated(item.owner)) return "a memory item's name or owner is not NUL-terminated";
-  const std::string which = "memory item '" + std::string(item.name) + "'";
+  const auto which = [&] { return "memory item '" + std::string(item.name) + "'"; };
   if (item.name[0] == '\0') return "a memory item has an empty name";
   if (raw(item.kind) < PP_MEMORY_PARAMETERS || raw(item.kind) > PP_MEMORY_OTHER)
-    return which + " has kind " + std::to_string(raw(item.kind)) + ", not 1-5";
+    return which() + " has kind " + std::to_string(raw(item.kind)) + ", not 1-5";
   if (raw(item.scope) < PP_SCOPE_EMBEDDING || raw(item.scope) > PP_SCOPE_STEP)
-    return which + " has scope " + std::to_string(raw(item.scope)) + ", not 1-4";
-  if (!finite_non_negative(item.bytes)) return which + " has bytes = " + std::to_string(item.bytes) + ", not a finite number >= 0";
+    return which() + " has scope " + std::to_string(raw(item.scope)) + ", not 1-4";
+  if (!finite_non_negative(item.bytes)) return which() + " has bytes = " + std::to_string(item.bytes) + ", not a finite number >= 0";
   return "";
 }
 
@@ -112,6 +113,7 @@ void Plan::reset(const pp_training& training, int64_t data_parallel_size) {
   training_ = training;
   data_parallel_size_ = data_parallel_size;
   state_.axes.clear();
+  changed_everything();
   state_.ops.clear();
   state_.memory.clear();
   state_.steps.clear();
@@ -130,17 +132,20 @@ void Plan::reset(const pp_training& training, int64_t data_parallel_size) {
 }
 
 void Plan::add_workload_op(const pp_op& op, uint32_t layer_kind) {
+  changed_op(state_.ops.size());
   state_.ops.push_back(op);
   state_.op_kinds.push_back(op.scope == PP_SCOPE_LAYER ? layer_kind : PP_EVERY_LAYER_KIND);
 }
 
 void Plan::add_workload_memory(const pp_memory_item& item, uint32_t layer_kind) {
+  changed_memory(state_.memory.size());
   state_.memory.push_back(item);
   state_.memory_kinds.push_back(item.scope == PP_SCOPE_LAYER ? layer_kind : PP_EVERY_LAYER_KIND);
 }
 
 void Plan::set_workload(const std::vector<pp_op>& ops, const std::vector<uint32_t>& op_kinds,
                         const std::vector<pp_memory_item>& memory, const std::vector<uint32_t>& memory_kinds) {
+  changed_everything();
   state_.ops = ops;
   state_.op_kinds = op_kinds;
   state_.memory = memory;
@@ -179,9 +184,74 @@ uint32_t Plan::inferred_kind(uint32_t index) const {
   return PP_EVERY_LAYER_KIND;
 }
 
-void Plan::save(State& state) const { state = state_; }
+void Plan::mark(State& state) {
+  state.mark = marks_.size();
+  state.mark_id = next_mark_id_++;
+  marks_.push_back({state.mark_id, SIZE_MAX, SIZE_MAX});
+}
 
-void Plan::restore(const State& state) { state_ = state; }
+void Plan::save(State& state) {
+  const uint64_t id = state.mark_id;
+  const size_t at = state.mark;
+  state.axes = state_.axes;
+  state.ops = state_.ops;
+  state.memory = state_.memory;
+  state.pipeline = state_.pipeline;
+  state.stages = state_.stages;
+  state.steps = state_.steps;
+  state.op_kinds = state_.op_kinds;
+  state.memory_kinds = state_.memory_kinds;
+  state.layer_counts = state_.layer_counts;
+  // Saved again over an outstanding snapshot: the edits since then still count for the states
+  // saved before it, so they fold into the mark before its own.
+  if (at < marks_.size() && marks_[at].id == id) {
+    size_t first_op = SIZE_MAX, first_memory = SIZE_MAX;
+    for (size_t i = at; i < marks_.size(); ++i) {
+      first_op = std::min(first_op, marks_[i].first_op);
+      first_memory = std::min(first_memory, marks_[i].first_memory);
+    }
+    marks_.resize(at);
+    changed_op(first_op);
+    changed_memory(first_memory);
+  }
+  mark(state);
+}
+
+void Plan::restore(State& state) {
+  const bool outstanding = state.mark < marks_.size() && marks_[state.mark].id == state.mark_id;
+  size_t first_op = 0, first_memory = 0;
+  if (outstanding) {
+    first_op = first_memory = SIZE_MAX;
+    for (size_t i = state.mark; i < marks_.size(); ++i) {
+      first_op = std::min(first_op, marks_[i].first_op);
+      first_memory = std::min(first_memory, marks_[i].first_memory);
+    }
+  }
+  // Only what changed since the state was marked: the prefix before it is equal.
+  const auto copy_from = [](auto& into, const auto& from, size_t first) {
+    first = std::min(first, from.size());
+    into.resize(from.size());
+    std::copy(from.begin() + static_cast<std::ptrdiff_t>(first), from.end(), into.begin() + static_cast<std::ptrdiff_t>(first));
+  };
+  copy_from(state_.ops, state.ops, first_op);
+  copy_from(state_.op_kinds, state.op_kinds, first_op);
+  copy_from(state_.memory, state.memory, first_memory);
+  copy_from(state_.memory_kinds, state.memory_kinds, first_memory);
+  state_.axes = state.axes;
+  state_.pipeline = state.pipeline;
+  state_.stages = state.stages;
+  state_.steps = state.steps;
+  state_.layer_counts = state.layer_counts;
+  if (outstanding) {
+    // The plan is the state again: the marks after its own describe edits now undone.
+    marks_.resize(state.mark + 1);
+    marks_.back().first_op = marks_.back().first_memory = SIZE_MAX;
+    return;
+  }
+  // Copied whole, which may differ from any older state anywhere.
+  changed_everything();
+  mark(state);
+}
 
 pp_plan_view_v1 Plan::view() const {
   pp_plan_view_v1 view{};
@@ -278,6 +348,7 @@ pp_status Plan::set_op(void* plan, uint32_t index, const pp_op* op) {
     if (!copy_versioned(op, copy)) return target.refuse("set_op: an op smaller than ABI 1.0's pp_op (or NULL)");
     if (std::string problem = op_problem(copy, target.state_.axes.size()); !problem.empty())
       return target.refuse("set_op: " + problem);
+    target.changed_op(index);
     target.state_.ops[index] = copy;
     if (copy.scope != PP_SCOPE_LAYER) target.state_.op_kinds[index] = PP_EVERY_LAYER_KIND;
     return PP_OK;
@@ -297,15 +368,16 @@ pp_status Plan::insert_layer_op(void* plan, uint32_t index, const pp_op* op, uin
 }
 
 pp_status Plan::insert_op_of_kind(const char* call, uint32_t index, const pp_op* op, uint32_t layer_kind) {
-  const std::string name = call;
-  if (index > state_.ops.size()) return refuse(name + ": index " + std::to_string(index) + " is past the end");
-  if (state_.ops.size() >= kMaxOps) return refuse(name + ": the plan already has " + std::to_string(kMaxOps) + " ops");
+  const auto name = [call] { return std::string(call); };  // spelled only when refused
+  if (index > state_.ops.size()) return refuse(name() + ": index " + std::to_string(index) + " is past the end");
+  if (state_.ops.size() >= kMaxOps) return refuse(name() + ": the plan already has " + std::to_string(kMaxOps) + " ops");
   if (layer_kind != PP_EVERY_LAYER_KIND && layer_kind >= stack_.kinds().size())
-    return refuse(name + ": layer kind " + std::to_string(layer_kind) + ", but the model has " +
+    return refuse(name() + ": layer kind " + std::to_string(layer_kind) + ", but the model has " +
                   std::to_string(stack_.kinds().size()));
   pp_op copy;
-  if (!copy_versioned(op, copy)) return refuse(name + ": an op smaller than ABI 1.0's pp_op (or NULL)");
-  if (std::string problem = op_problem(copy, state_.axes.size()); !problem.empty()) return refuse(name + ": " + problem);
+  if (!copy_versioned(op, copy)) return refuse(name() + ": an op smaller than ABI 1.0's pp_op (or NULL)");
+  if (std::string problem = op_problem(copy, state_.axes.size()); !problem.empty()) return refuse(name() + ": " + problem);
+  changed_op(index);
   state_.ops.insert(state_.ops.begin() + index, copy);
   state_.op_kinds.insert(state_.op_kinds.begin() + index, copy.scope == PP_SCOPE_LAYER ? layer_kind : PP_EVERY_LAYER_KIND);
   return PP_OK;
@@ -314,6 +386,7 @@ pp_status Plan::insert_op_of_kind(const char* call, uint32_t index, const pp_op*
 pp_status Plan::remove_op(void* plan, uint32_t index) {
   return guarded(plan, [&](Plan& target) {
     if (index >= target.state_.ops.size()) return target.refuse("remove_op: no op " + std::to_string(index));
+    target.changed_op(index);
     target.state_.ops.erase(target.state_.ops.begin() + index);
     target.state_.op_kinds.erase(target.state_.op_kinds.begin() + index);
     return PP_OK;
@@ -326,6 +399,7 @@ pp_status Plan::set_memory(void* plan, uint32_t index, const pp_memory_item* ite
     pp_memory_item copy;
     if (!copy_versioned(item, copy)) return target.refuse("set_memory: an item smaller than ABI 1.0's (or NULL)");
     if (std::string problem = memory_problem(copy); !problem.empty()) return target.refuse("set_memory: " + problem);
+    target.changed_memory(index);
     target.state_.memory[index] = copy;
     return PP_OK;
   });
@@ -341,15 +415,16 @@ pp_status Plan::add_layer_memory(void* plan, const pp_memory_item* item, uint32_
 }
 
 pp_status Plan::add_memory_of_kind(const char* call, const pp_memory_item* item, uint32_t layer_kind) {
-  const std::string name = call;
+  const auto name = [call] { return std::string(call); };  // spelled only when refused
   if (state_.memory.size() >= kMaxOps)
-    return refuse(name + ": the plan already has " + std::to_string(kMaxOps) + " memory items");
+    return refuse(name() + ": the plan already has " + std::to_string(kMaxOps) + " memory items");
   if (layer_kind != PP_EVERY_LAYER_KIND && layer_kind >= stack_.kinds().size())
-    return refuse(name + ": layer kind " + std::to_string(layer_kind) + ", but the model has " +
+    return refuse(name() + ": layer kind " + std::to_string(layer_kind) + ", but the model has " +
                   std::to_string(stack_.kinds().size()));
   pp_memory_item copy;
-  if (!copy_versioned(item, copy)) return refuse(name + ": an item smaller than ABI 1.0's (or NULL)");
-  if (std::string problem = memory_problem(copy); !problem.empty()) return refuse(name + ": " + problem);
+  if (!copy_versioned(item, copy)) return refuse(name() + ": an item smaller than ABI 1.0's (or NULL)");
+  if (std::string problem = memory_problem(copy); !problem.empty()) return refuse(name() + ": " + problem);
+  changed_memory(state_.memory.size());
   state_.memory.push_back(copy);
   state_.memory_kinds.push_back(copy.scope == PP_SCOPE_LAYER ? layer_kind : PP_EVERY_LAYER_KIND);
   return PP_OK;

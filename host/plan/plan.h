@@ -14,6 +14,8 @@
 //   pp_plan_view_v1 view = plan.view();       // hand to executor->run()
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +46,9 @@ class Plan {
 
   // Everything strategies change, saved to roll back to after trying one: the search applies a
   // strategy, explores what follows, and restores the plan for the strategy's next option.
+  // Restoring copies back only the ops and memory items at or after the first index edited since
+  // the state was saved or last restored (strategies mostly append and edit the last ops), the
+  // whole state when the plan cannot tell (a state saved before one saved earlier was restored).
   struct State {
     std::vector<pp_mesh_axis> axes;
     std::vector<pp_op> ops;
@@ -55,9 +60,12 @@ class Plan {
     std::vector<uint32_t> op_kinds;
     std::vector<uint32_t> memory_kinds;
     std::vector<int64_t> layer_counts;
+    // Which of the plan's change marks (below) this state's contents match; 0: none.
+    uint64_t mark_id = 0;
+    size_t mark = 0;
   };
-  void save(State& state) const;      // reuses state's storage: no allocation once it is warm
-  void restore(const State& state);
+  void save(State& state);     // reuses state's storage: no allocation once it is warm
+  void restore(State& state);  // the state stays valid for further restores
 
   // Starts over with other training settings: no ops, no memory, no axes, one stage.
   void reset(const pp_training& training, int64_t data_parallel_size);
@@ -114,6 +122,25 @@ class Plan {
   void fill_layer_counts_in_order();             // the stages' layers in the model's order
   int64_t stack_layers() const { return static_cast<int64_t>(stack_.sequence().size()); }
 
+  // Edits since each outstanding save or restore, innermost last: the lowest op and memory
+  // index each changed (SIZE_MAX: none). Saves and restores nest as the search's levels do.
+  struct ChangeMark {
+    uint64_t id;
+    size_t first_op;
+    size_t first_memory;
+  };
+  void changed_op(size_t index) {
+    if (!marks_.empty()) marks_.back().first_op = std::min(marks_.back().first_op, index);
+  }
+  void changed_memory(size_t index) {
+    if (!marks_.empty()) marks_.back().first_memory = std::min(marks_.back().first_memory, index);
+  }
+  void changed_everything() {
+    changed_op(0);
+    changed_memory(0);
+  }
+  void mark(State& state);  // state_ equals `state` now
+
   LayerStack stack_;
   pp_model model_;
   std::string model_name_;
@@ -121,6 +148,8 @@ class Plan {
   pp_cluster cluster_;
   int64_t data_parallel_size_;
   State state_;  // what pp_plan_api_v1 edits
+  std::vector<ChangeMark> marks_;
+  uint64_t next_mark_id_ = 1;
   std::string refusal_;
   pp_plan_api_v1 api_{};
 };

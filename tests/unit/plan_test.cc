@@ -3,7 +3,9 @@
 #include "host/plan/plan.h"
 
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <vector>
 
 #include "paraplan/sdk.hpp"
 #include "test_support.h"
@@ -246,6 +248,83 @@ TEST_F(PlanFixture, ChildAxisNeedsItsParent) {
   api.add_axis(api.plan, "dp", 16, nullptr, "fsdp");
   api.add_axis(api.plan, "ep", 2, "ghost", "ep");
   test::expect_error<PlanError>([&] { plan.lay_out_mesh({"dp"}); }, {"'ep'", "'ghost'"});
+}
+
+// The search restores a saved plan by copying back only the ops and items at or after the first
+// one edited since (host/plan/plan.h). Nested saves and restores in the search's order, with edits
+// anywhere (set, insert, remove, append) between them, must give back exactly what was saved: each
+// restore is checked against the plan's full contents at its save, kept here by value.
+TEST_F(PlanFixture, RestoringGivesBackExactlyWhatWasSavedAfterAnyEdits) {
+  for (int i = 0; i < 12; ++i) {
+    pp_op op = make_op(PP_OP_MEMORY, PP_PHASE_FORWARD, PP_SCOPE_LAYER, "op", "test");
+    op.bytes = i;
+    ASSERT_EQ(api.insert_op(api.plan, static_cast<uint32_t>(i), &op), PP_OK);
+    pp_memory_item item = make_memory_item(PP_MEMORY_OTHER, PP_SCOPE_STEP, "item", "test", i);
+    ASSERT_EQ(api.add_memory(api.plan, &item), PP_OK);
+  }
+  struct Contents {
+    std::vector<double> ops, memory;
+    bool operator==(const Contents&) const = default;
+  };
+  const auto contents = [&] {
+    Contents now;
+    for (const pp_op& op : plan.op_list()) now.ops.push_back(op.bytes);
+    for (const pp_memory_item& item : plan.memory_items()) now.memory.push_back(item.bytes);
+    return now;
+  };
+  uint32_t seed = 7;
+  const auto next = [&](uint32_t below) {
+    seed = seed * 1664525u + 1013904223u;
+    return (seed >> 8) % below;
+  };
+  double stamp = 100;
+  // One random edit, anywhere in the plan.
+  const auto edit = [&] {
+    const uint32_t ops = static_cast<uint32_t>(plan.op_list().size());
+    pp_op op = make_op(PP_OP_MEMORY, PP_PHASE_FORWARD, PP_SCOPE_LAYER, "edited", "test");
+    op.bytes = ++stamp;
+    pp_memory_item item = make_memory_item(PP_MEMORY_OTHER, PP_SCOPE_STEP, "edited", "test", ++stamp);
+    switch (next(5)) {
+      case 0: ASSERT_EQ(api.set_op(api.plan, next(ops), &op), PP_OK); break;
+      case 1: ASSERT_EQ(api.insert_op(api.plan, next(ops + 1), &op), PP_OK); break;
+      case 2:
+        if (ops > 1) {
+          ASSERT_EQ(api.remove_op(api.plan, next(ops)), PP_OK);
+        }
+        break;
+      case 3: ASSERT_EQ(api.set_memory(api.plan, next(static_cast<uint32_t>(plan.memory_items().size())), &item), PP_OK); break;
+      default: ASSERT_EQ(api.add_memory(api.plan, &item), PP_OK); break;
+    }
+  };
+  // Three levels of two or three options each, as Worker::descend walks them, twice over (the
+  // second walk saves over the first walk's states).
+  std::vector<Plan::State> saved(3);
+  std::vector<Contents> expected(3);
+  int restores = 0;
+  const std::function<void(size_t)> descend = [&](size_t level) {
+    if (level == saved.size()) return;
+    const int options = 2 + static_cast<int>(next(2));
+    for (int option = 0; option < options; ++option) {
+      if (option == 0) plan.save(saved[level]), expected[level] = contents();
+      if (option > 0) {
+        plan.restore(saved[level]);
+        ++restores;
+        ASSERT_EQ(contents(), expected[level]) << "level " << level << ", option " << option;
+      }
+      for (uint32_t edits = next(4); edits > 0; --edits) edit();
+      descend(level + 1);
+    }
+  };
+  descend(0);
+  descend(0);
+  EXPECT_GT(restores, 10);
+  // A state whose mark was dropped (one saved before it was restored since) is copied whole.
+  plan.restore(saved[2]);
+  EXPECT_EQ(contents(), expected[2]);
+  plan.restore(saved[0]);
+  EXPECT_EQ(contents(), expected[0]);
+  plan.restore(saved[2]);
+  EXPECT_EQ(contents(), expected[2]);
 }
 
 }  // namespace

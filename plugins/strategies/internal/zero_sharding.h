@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,8 +52,11 @@ namespace paraplan::strategies {
 inline bool is_expert_state(std::string_view name) { return name.ends_with("." PP_MEMORY_SUFFIX_EXPERTS); }
 
 // Ops that update parameters: "optimizer_step" and its variants ("optimizer_step.experts", ...).
-inline bool is_optimizer_step(std::string_view name) {
-  return name == PP_OP_OPTIMIZER_STEP || name.starts_with(PP_OP_OPTIMIZER_STEP ".");
+// Compares the first letter, then the prefix: the other ops' names are not measured (a search
+// asks this of every op of every plan).
+inline bool is_optimizer_step(const char* name) {
+  constexpr std::string_view step = PP_OP_OPTIMIZER_STEP;
+  return name[0] == step[0] && std::strncmp(name, step.data(), step.size()) == 0 && (name[step.size()] == '\0' || name[step.size()] == '.');
 }
 
 // Where model state lives: a scope and, for layers, their kind (PP_EVERY_LAYER_KIND: state every
@@ -175,9 +179,7 @@ class ZeroSharding {
     for (size_t i = 0; i < expert.size(); ++i) expert[i] = is_expert_state(view.memory()[i].name);
     const ModelState state{state_bytes(view, expert, /*experts=*/false), state_bytes(view, expert, /*experts=*/true),
                            dense_shards};
-    std::vector<pp_memory_item> memory(view.memory().begin(), view.memory().end());
-    std::vector<pp_op> ops(view.ops().begin(), view.ops().end());
-    shard(plan, memory, expert, ops, dense_shards, expert_shards, per_step);
+    shard(plan, expert, dense_shards, expert_shards, per_step);
 
     if (dp > 1) add_communication(plan, group_axis, state.dense, per_step);
     if (edp_axis >= 0 && expert_shards > 1) add_communication(plan, edp_axis, state.experts, per_step);
@@ -255,23 +257,29 @@ class ZeroSharding {
   }
 
   // Divides each sharded item (and the optimizer update) by the ranks it is spread over.
-  // Gradients synchronised once per step are held whole until then.
-  void shard(PlanEditor& plan, const std::vector<pp_memory_item>& memory, const std::vector<bool>& expert,
-             const std::vector<pp_op>& ops, double dense_shards, double expert_shards, bool per_step) const {
-    for (uint32_t i = 0; i < memory.size(); ++i) {
-      pp_memory_item item = memory[i];
-      bool sharded = (item.kind == PP_MEMORY_OPTIMIZER && engine_.stage >= 1) ||
-                     (item.kind == PP_MEMORY_GRADIENTS && engine_.stage >= 2 && !per_step) ||
-                     (item.kind == PP_MEMORY_PARAMETERS && engine_.stage >= 3);
-      if (!sharded) continue;
+  // Gradients synchronised once per step are held whole until then. The items and ops to change
+  // are copied from one view before any edit (an edit may move the plan's arrays), not the plan.
+  void shard(PlanEditor& plan, const std::vector<bool>& expert, double dense_shards, double expert_shards,
+             bool per_step) const {
+    const PlanView view = plan.view();
+    std::vector<std::pair<uint32_t, pp_memory_item>> items;
+    std::vector<std::pair<uint32_t, pp_op>> updates;
+    for (uint32_t i = 0; i < view.memory().size(); ++i) {
+      const pp_memory_item& item = view.memory()[i];
+      const bool sharded = (item.kind == PP_MEMORY_OPTIMIZER && engine_.stage >= 1) ||
+                           (item.kind == PP_MEMORY_GRADIENTS && engine_.stage >= 2 && !per_step) ||
+                           (item.kind == PP_MEMORY_PARAMETERS && engine_.stage >= 3);
+      if (sharded) items.emplace_back(i, item);
+    }
+    // From stage 1 on, the optimizer update touches only this rank's shard.
+    if (engine_.stage >= 1)
+      for (uint32_t i = 0; i < view.ops().size(); ++i)
+        if (is_optimizer_step(view.ops()[i].name)) updates.emplace_back(i, view.ops()[i]);
+    for (auto& [i, item] : items) {
       item.bytes /= expert[i] ? expert_shards : dense_shards;
       plan.set_memory(i, item);
     }
-    // From stage 1 on, the optimizer update touches only this rank's shard.
-    if (engine_.stage < 1) return;
-    for (uint32_t i = 0; i < ops.size(); ++i) {
-      if (!is_optimizer_step(ops[i].name)) continue;
-      pp_op op = ops[i];
+    for (auto& [i, op] : updates) {
       op.bytes /= is_expert_state(op.name) ? expert_shards : dense_shards;
       plan.set_op(i, op);
     }
