@@ -22,7 +22,9 @@ bool copy_versioned(const Struct* source, Struct& target) {
 
 template <size_t N>
 bool terminated(const char (&field)[N]) {
-  return std::memchr(field, '\0', N) != nullptr;
+  for (char letter : field)  // names are short: this stops long before N
+    if (letter == '\0') return true;
+  return false;
 }
 
 bool finite_non_negative(double value) { return std::isfinite(value) && value >= 0; }

@@ -250,6 +250,21 @@ TEST_F(PlanFixture, ChildAxisNeedsItsParent) {
   test::expect_error<PlanError>([&] { plan.lay_out_mesh({"dp"}); }, {"'ep'", "'ghost'"});
 }
 
+// Names are compared letter by letter up to the first difference, never past a shorter name's
+// end: a prefix longer than the name, or the name continuing past a literal, is no match.
+TEST(OpNames, PrefixesAndWholeNamesMatchOnlyAsSpelled) {
+  const pp_op op = make_op(PP_OP_GEMM, PP_PHASE_FORWARD, PP_SCOPE_LAYER, "mla_up", "test");
+  EXPECT_TRUE(paraplan::has_prefix(op.name, "mla_"));
+  EXPECT_TRUE(paraplan::has_prefix(op.name, ""));
+  EXPECT_TRUE(paraplan::has_prefix(op.name, "mla_up"));
+  EXPECT_FALSE(paraplan::has_prefix(op.name, "mla_up_proj"));  // longer than the name
+  EXPECT_FALSE(paraplan::has_prefix(op.name, "mlp_"));
+  EXPECT_TRUE(paraplan::is_named(op.name, "mla_up"));
+  EXPECT_FALSE(paraplan::is_named(op.name, "mla_"));    // the name goes on
+  EXPECT_FALSE(paraplan::is_named(op.name, "mla_upx"));  // the literal goes on
+  EXPECT_FALSE(paraplan::is_named(op.name, "nla_up"));
+}
+
 // The search restores a saved plan by copying back only the ops and items at or after the first
 // one edited since (host/plan/plan.h). Nested saves and restores in the search's order, with edits
 // anywhere (set, insert, remove, append) between them, must give back exactly what was saved: each

@@ -38,7 +38,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,11 +51,8 @@ namespace paraplan::strategies {
 inline bool is_expert_state(std::string_view name) { return name.ends_with("." PP_MEMORY_SUFFIX_EXPERTS); }
 
 // Ops that update parameters: "optimizer_step" and its variants ("optimizer_step.experts", ...).
-// Compares the first letter, then the prefix: the other ops' names are not measured (a search
-// asks this of every op of every plan).
 inline bool is_optimizer_step(const char* name) {
-  constexpr std::string_view step = PP_OP_OPTIMIZER_STEP;
-  return name[0] == step[0] && std::strncmp(name, step.data(), step.size()) == 0 && (name[step.size()] == '\0' || name[step.size()] == '.');
+  return is_named(name, PP_OP_OPTIMIZER_STEP) || has_prefix(name, PP_OP_OPTIMIZER_STEP ".");
 }
 
 // Where model state lives: a scope and, for layers, their kind (PP_EVERY_LAYER_KIND: state every

@@ -66,25 +66,23 @@ struct LayerBlocks {
   bool moe = false;    // the feed-forward block is an MoE block
 };
 
-inline bool starts_with(std::string_view name, std::string_view prefix) { return name.substr(0, prefix.size()) == prefix; }
-
 // The pp_cuda_graph_module block an op of a layer belongs to, by its canonical name (names.h);
 // 0 for an op of no block (an MTP module's own ops, a third party's): captured only by
 // FULL_ITERATION.
-inline uint32_t cuda_graph_module_of(std::string_view name, LayerBlocks blocks) {
+inline uint32_t cuda_graph_module_of(const char* name, LayerBlocks blocks) {
   const uint32_t mixer = blocks.mamba ? PP_CUDA_GRAPH_MAMBA : PP_CUDA_GRAPH_ATTN;
-  if (name == PP_OP_ATTN_NORM || name == PP_OP_ATTN_RESIDUAL) return mixer;
-  if (starts_with(name, "mamba_")) return PP_CUDA_GRAPH_MAMBA;
-  if (name == PP_OP_QKV || name == PP_OP_ATTN_OUT || starts_with(name, "attention_") || starts_with(name, "mla_") ||
-      starts_with(name, "cp_"))
+  if (is_named(name, PP_OP_ATTN_NORM) || is_named(name, PP_OP_ATTN_RESIDUAL)) return mixer;
+  if (has_prefix(name, "mamba_")) return PP_CUDA_GRAPH_MAMBA;
+  if (is_named(name, PP_OP_QKV) || is_named(name, PP_OP_ATTN_OUT) || has_prefix(name, "attention_") ||
+      has_prefix(name, "mla_") || has_prefix(name, "cp_"))
     return PP_CUDA_GRAPH_ATTN;
-  if (name == PP_OP_MLP_NORM) return blocks.moe ? PP_CUDA_GRAPH_MOE_ROUTER : PP_CUDA_GRAPH_MLP;
-  if (name == PP_OP_MLP_RESIDUAL) return blocks.moe ? PP_CUDA_GRAPH_MOE : PP_CUDA_GRAPH_MLP;
-  if (starts_with(name, "mlp_")) return PP_CUDA_GRAPH_MLP;
-  if (starts_with(name, "router")) return PP_CUDA_GRAPH_MOE_ROUTER;
-  if (name == PP_OP_HOST_SYNC) return PP_CUDA_GRAPH_MOE_PREPROCESS;
-  if (starts_with(name, "expert_") || starts_with(name, "shared_expert_") || starts_with(name, "moe_") ||
-      starts_with(name, "ep_"))
+  if (is_named(name, PP_OP_MLP_NORM)) return blocks.moe ? PP_CUDA_GRAPH_MOE_ROUTER : PP_CUDA_GRAPH_MLP;
+  if (is_named(name, PP_OP_MLP_RESIDUAL)) return blocks.moe ? PP_CUDA_GRAPH_MOE : PP_CUDA_GRAPH_MLP;
+  if (has_prefix(name, "mlp_")) return PP_CUDA_GRAPH_MLP;
+  if (has_prefix(name, "router")) return PP_CUDA_GRAPH_MOE_ROUTER;
+  if (is_named(name, PP_OP_HOST_SYNC)) return PP_CUDA_GRAPH_MOE_PREPROCESS;
+  if (has_prefix(name, "expert_") || has_prefix(name, "shared_expert_") || has_prefix(name, "moe_") ||
+      has_prefix(name, "ep_"))
     return PP_CUDA_GRAPH_MOE;
   return 0;
 }
@@ -102,13 +100,14 @@ inline bool captured(uint32_t modules, uint32_t module) {
 // Ops the host issues inside another op's module call, at no cost of their own: FP8 casts in
 // their GEMM's, the rotary embedding in the attention's (a function it calls), a clamped GLU's
 // clamps in the activation's. The experts' per-expert bias loop is a call of its own.
-inline bool inside_another_call(std::string_view name) {
-  return starts_with(name, "fp8_cast") || name == PP_OP_ROTARY || name == PP_OP_MLP_CLAMP || name == PP_OP_EXPERT_CLAMP;
+inline bool inside_another_call(const char* name) {
+  return has_prefix(name, "fp8_cast") || is_named(name, PP_OP_ROTARY) || is_named(name, PP_OP_MLP_CLAMP) ||
+         is_named(name, PP_OP_EXPERT_CLAMP);
 }
 
 // Host seconds to issue `op` once per micro-batch (its `repeat` instances included).
 inline double issue_time(const pp_hardware_profile& profile, uint32_t modules, const pp_op& op, LayerBlocks blocks) {
-  const std::string_view name(op.name);
+  const char* name = op.name;
   if (inside_another_call(name)) return 0.0;
   // Without CUDA graphs nothing is captured: the block is not looked up (a search prices this for
   // every op of every pass).
@@ -127,9 +126,9 @@ inline LayerBlocks layer_blocks(const PlanView& plan, uint32_t kind) {
   LayerBlocks blocks;
   for (size_t i = 0; i < plan.ops().size(); ++i) {
     if (!in_layer(plan, i, kind)) continue;
-    const std::string_view name(plan.ops()[i].name);
-    blocks.mamba = blocks.mamba || starts_with(name, "mamba_");
-    blocks.moe = blocks.moe || name == PP_OP_ROUTER;
+    const char* name = plan.ops()[i].name;
+    blocks.mamba = blocks.mamba || has_prefix(name, "mamba_");
+    blocks.moe = blocks.moe || is_named(name, PP_OP_ROUTER);
   }
   return blocks;
 }
@@ -196,7 +195,7 @@ std::vector<IssuedOp> layer_pass(const PlanView& plan, const pp_hardware_profile
     IssuedOp issued;
     issued.host_s = issue_time(profile, modules, op, blocks);
     issued.gpu_s = gpu_seconds(i);
-    issued.sync = std::string_view(op.name) == PP_OP_HOST_SYNC;
+    issued.sync = is_named(op.name, PP_OP_HOST_SYNC);
     issued.index = static_cast<uint32_t>(i);
     issued.communicates = op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV;
     ops.push_back(issued);

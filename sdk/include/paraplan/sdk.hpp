@@ -394,9 +394,19 @@ inline std::vector<std::string_view> axis_region(const char* parent) {
   return names;
 }
 
-// Whether an op's or memory item's `name` starts with `prefix` (names.h: PP_OP_PREFIX_PARAM).
+// Whether an op's or memory item's `name` starts with `prefix` (names.h: PP_OP_PREFIX_PARAM),
+// letter by letter up to the first difference, without measuring the name (searches ask this of
+// every op of every plan).
 inline bool has_prefix(const char* name, std::string_view prefix) {
-  return std::string_view(name).substr(0, prefix.size()) == prefix;
+  // A shorter name's NUL differs from the prefix's letter there, so no read passes its end.
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (name[i] != prefix[i]) return false;
+  return true;
+}
+
+// Whether an op's or memory item's `name` is `literal` (names.h), compared as has_prefix does.
+inline bool is_named(const char* name, std::string_view literal) {
+  return has_prefix(name, literal) && name[literal.size()] == '\0';
 }
 
 // The model's kinds of layer (ABI 1.6; model.h), indexed with the host's stride.
@@ -534,14 +544,14 @@ class PlanView {
   // The index of the first op named `name` (names.h) in `phase`, or -1.
   int64_t find_op(std::string_view name, pp_phase phase) const {
     for (uint32_t i = 0; i < view_.op_count; ++i)
-      if (view_.ops[i].phase == phase && name == view_.ops[i].name) return i;
+      if (view_.ops[i].phase == phase && is_named(view_.ops[i].name, name)) return i;
     return -1;
   }
   // The indices of every op named `name`, all phases, in plan order.
   std::vector<uint32_t> ops_named(std::string_view name) const {
     std::vector<uint32_t> found;
     for (uint32_t i = 0; i < view_.op_count; ++i)
-      if (name == view_.ops[i].name) found.push_back(i);
+      if (is_named(view_.ops[i].name, name)) found.push_back(i);
     return found;
   }
   // The index of the memory item named `name` in `scope`, or -1.
@@ -644,7 +654,7 @@ class PlanView {
   std::vector<uint32_t> ops_named_in(std::string_view name, uint32_t kind) const {
     std::vector<uint32_t> found;
     for (uint32_t i = 0; i < view_.op_count; ++i)
-      if (name == view_.ops[i].name && (view_.op_layer_kinds[i] == kind || view_.op_layer_kinds[i] == PP_EVERY_LAYER_KIND))
+      if (is_named(view_.ops[i].name, name) && (view_.op_layer_kinds[i] == kind || view_.op_layer_kinds[i] == PP_EVERY_LAYER_KIND))
         found.push_back(i);
     return found;
   }
