@@ -115,6 +115,59 @@ TEST(HostIssue, TheWaitIsWhatTheRecurrenceGivesForEachLayerAndPass) {
     EXPECT_DOUBLE_EQ(issued.host_s, 85e-6);
 }
 
+// every_layer_pass lists in one scan what layer_pass lists pass by pass: the same ops, in the same
+// order, with the same times, for every kind, share and phase (DeepSeek-V3's dense, MoE and MTP
+// kinds; partial recomputation setting each chunk's first layer apart; CUDA graphs of some
+// blocks, which make the blocks matter), and no empty pass.
+TEST(HostIssue, EveryPassInOneScanIsEachPassListedAlone) {
+  const std::vector<test::Evaluated> plans = [] {
+    std::vector<test::Evaluated> evaluated;
+    const std::string seed7 = std::string(PARAPLAN_RECIPES_DIR) + "/scenarios/seed7-deepseek-v3-256xb200.toml";
+    evaluated.push_back(test::evaluate_file(seed7, "analytic"));
+    evaluated.push_back(test::evaluate_recipe(
+        "[model]\npreset = \"deepseek-v3\"\n[training]\nglobal_batch = 1024\nmicro_batch = 1\nprecision = \"mxfp8\"\n"
+        "recompute = \"full\"\nrecompute_num_layers = 1\ncuda_graph_modules = [\"attn\", \"moe_router\"]\n"
+        "[cluster]\nhardware = \"b200\"\nnum_gpus = 256\n[[strategy]]\nname = \"pp\"\ndegree = 8\n"
+        "[[strategy]]\nname = \"ep\"\ndegree = 32\n[[strategy]]\nname = \"fsdp\"\nstage = 1\n"));
+    evaluated.push_back(test::evaluate_recipe(moe_recipe()));
+    return evaluated;
+  }();
+  bool split = false;
+  for (const test::Evaluated& evaluated : plans) {
+    const PlanView plan(evaluated.composed.plan->view());
+    const pp_hardware_binding_v1 hardware = evaluated.hardware->binding();
+    const auto seconds = [&](size_t i) { return issue::gpu_time(plan, hardware, plan.ops()[i]); };
+    split = split || plan.splits_layers();
+    std::vector<LayerShare> shares{LayerShare::kAll};
+    if (plan.splits_layers()) shares = {LayerShare::kFirst, LayerShare::kRest};
+    const std::vector<issue::LayerPass> listed = issue::every_layer_pass(plan, *hardware.profile, shares, seconds);
+    size_t at = 0;
+    const uint32_t kinds = plan.raw().layer_kind_count;
+    for (uint32_t kind = 0; kind < std::max(kinds, 1u); ++kind)
+      for (LayerShare share : shares)
+        for (pp_phase phase : {PP_PHASE_FORWARD, PP_PHASE_BACKWARD, PP_PHASE_RECOMPUTE}) {
+          const uint32_t of = kinds == 0 ? PP_EVERY_LAYER_KIND : kind;
+          const std::vector<IssuedOp> alone = issue::layer_pass(plan, *hardware.profile, of, phase, seconds, share);
+          if (alone.empty()) continue;
+          ASSERT_LT(at, listed.size());
+          const issue::LayerPass& pass = listed[at++];
+          EXPECT_EQ(pass.kind, of);
+          EXPECT_EQ(pass.share, share);
+          EXPECT_EQ(pass.phase, phase);
+          ASSERT_EQ(pass.ops.size(), alone.size());
+          for (size_t i = 0; i < alone.size(); ++i) {
+            EXPECT_EQ(pass.ops[i].index, alone[i].index);
+            EXPECT_EQ(pass.ops[i].host_s, alone[i].host_s);
+            EXPECT_EQ(pass.ops[i].gpu_s, alone[i].gpu_s);
+            EXPECT_EQ(pass.ops[i].sync, alone[i].sync);
+            EXPECT_EQ(pass.ops[i].communicates, alone[i].communicates);
+          }
+        }
+    EXPECT_EQ(at, listed.size());
+  }
+  EXPECT_TRUE(split);
+}
+
 // The passes a model's features add are issued by the module that runs them (the rotary
 // embedding inside attention's call, a GLU's clamps inside the activation's), the experts' bias
 // loop as a call of its own (experts.py's _apply_bias: a Python loop over the local experts).

@@ -125,19 +125,13 @@ std::vector<IssuedPass> issued_passes(const paraplan::PlanView& plan, const Slot
   std::vector<IssuedPass> passes;
   if (paraplan::issue::host_op_overhead_s(profile) <= 0) return passes;
   const auto on_stream = [&](size_t op) { return compute_stream_s(plan, seconds, op); };
-  const uint32_t kinds = plan.raw().layer_kind_count;
-  for (uint32_t kind = kinds == 0 ? PP_EVERY_LAYER_KIND : 0; kinds == 0 || kind < kinds; ++kind) {
-    const paraplan::issue::LayerBlocks blocks = paraplan::issue::layer_blocks(plan, kind);
-    for (paraplan::LayerShare share : layer_shares(plan))
-      for (pp_phase phase : {PP_PHASE_FORWARD, PP_PHASE_BACKWARD, PP_PHASE_RECOMPUTE}) {
-        IssuedPass pass{slots.of(PP_SCOPE_LAYER, kind, share), phase == PP_PHASE_FORWARD ? kForward : kBackward,
-                        paraplan::issue::layer_pass(plan, profile, kind, phase, on_stream, share, blocks), {}};
-        if (pass.ops.empty()) continue;
-        for (size_t i = 0; i < pass.ops.size(); ++i)
-          if (pass.ops[i].communicates) pass.communicating.push_back(i);
-        passes.push_back(std::move(pass));
-      }
-    if (kinds == 0) break;
+  const std::vector<paraplan::LayerShare> shares = layer_shares(plan);
+  for (paraplan::issue::LayerPass& listed : paraplan::issue::every_layer_pass(plan, profile, shares, on_stream)) {
+    IssuedPass pass{slots.of(PP_SCOPE_LAYER, listed.kind, listed.share),
+                    listed.phase == PP_PHASE_FORWARD ? kForward : kBackward, std::move(listed.ops), {}};
+    for (size_t i = 0; i < pass.ops.size(); ++i)
+      if (pass.ops[i].communicates) pass.communicating.push_back(i);
+    passes.push_back(std::move(pass));
   }
   return passes;
 }

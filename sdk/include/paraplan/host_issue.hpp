@@ -26,6 +26,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <iterator>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -201,6 +203,57 @@ std::vector<IssuedOp> layer_pass(const PlanView& plan, const pp_hardware_profile
     ops.push_back(issued);
   }
   return ops;
+}
+
+// One pass as every_layer_pass lists it.
+struct LayerPass {
+  uint32_t kind;  // PP_EVERY_LAYER_KIND for a plan without kinds
+  LayerShare share;
+  pp_phase phase;
+  std::vector<IssuedOp> ops;
+};
+
+// Every pass layer_pass lists, for each layer kind (one, PP_EVERY_LAYER_KIND, for a plan without
+// kinds), each share in `shares` and each of the three phases, the empty ones left out, in one
+// scan of the plan: a search lists them all for every plan it times.
+template <typename GpuSeconds>
+std::vector<LayerPass> every_layer_pass(const PlanView& plan, const pp_hardware_profile& profile,
+                                        std::span<const LayerShare> shares, GpuSeconds gpu_seconds) {
+  constexpr pp_phase kPhases[] = {PP_PHASE_FORWARD, PP_PHASE_BACKWARD, PP_PHASE_RECOMPUTE};
+  const uint32_t modules = cuda_graph_modules(plan.training());
+  const uint32_t declared = plan.raw().layer_kind_count;
+  const size_t kinds = declared == 0 ? 1 : declared;
+  const auto kind_at = [&](size_t k) { return declared == 0 ? PP_EVERY_LAYER_KIND : static_cast<uint32_t>(k); };
+  std::vector<LayerPass> passes;
+  passes.reserve(kinds * shares.size() * 3);
+  for (size_t k = 0; k < kinds; ++k)
+    for (LayerShare share : shares)
+      for (pp_phase phase : kPhases) passes.push_back({kind_at(k), share, phase, {}});
+  // The blocks decide only what a CUDA graph captures.
+  std::vector<LayerBlocks> blocks(kinds);
+  if (modules != 0)
+    for (size_t k = 0; k < kinds; ++k) blocks[k] = layer_blocks(plan, kind_at(k));
+  for (size_t i = 0; i < plan.ops().size(); ++i) {
+    const pp_op& op = plan.ops()[i];
+    const size_t phase = static_cast<size_t>(std::find(std::begin(kPhases), std::end(kPhases), op.phase) - kPhases);
+    if (phase == std::size(kPhases) || op.scope != PP_SCOPE_LAYER || op.frequency == PP_PER_STEP) continue;
+    const uint32_t of = plan.op_layer_kind(i);
+    const LayerShare runs_on = plan.op_share(i);
+    for (size_t k = 0; k < kinds; ++k) {
+      if (of != kind_at(k) && of != PP_EVERY_LAYER_KIND) continue;  // in_layer
+      IssuedOp issued;
+      issued.host_s = issue_time(profile, modules, op, blocks[k]);
+      issued.gpu_s = gpu_seconds(i);
+      issued.sync = is_named(op.name, PP_OP_HOST_SYNC);
+      issued.index = static_cast<uint32_t>(i);
+      issued.communicates = op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV;
+      for (size_t s = 0; s < shares.size(); ++s)
+        if (shares[s] == LayerShare::kAll || runs_on == LayerShare::kAll || runs_on == shares[s])
+          passes[(k * shares.size() + s) * 3 + phase].ops.push_back(issued);
+    }
+  }
+  std::erase_if(passes, [](const LayerPass& pass) { return pass.ops.empty(); });
+  return passes;
 }
 
 // The same, the layer's blocks found here.
