@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -446,7 +447,33 @@ class Worker {
   }
 
   // Fills strides_ with one stride set per layout; returns how many.
+  // The layouts depend only on the plan's axes (names, parents, degrees, in order): the plans
+  // a prefix leads to mostly share them, so the last axes' layouts are kept.
   uint32_t lay_out() {
+    const std::vector<pp_mesh_axis>& axes = plan_.axes();
+    const auto same = [](const pp_mesh_axis& a, const pp_mesh_axis& b) {
+      return a.degree == b.degree && std::strncmp(a.name, b.name, sizeof a.name) == 0 &&
+             std::strncmp(a.parent, b.parent, sizeof a.parent) == 0;
+    };
+    if (laid_out_ && std::equal(axes.begin(), axes.end(), laid_out_axes_.begin(), laid_out_axes_.end(), same)) {
+      if (laid_out_refusal_) throw PlanError(*laid_out_refusal_);
+      return static_cast<uint32_t>(layout_orders_.size());
+    }
+    laid_out_ = false;
+    laid_out_axes_ = axes;
+    laid_out_refusal_.reset();
+    try {
+      const uint32_t count = lay_out_anew();
+      laid_out_ = true;
+      return count;
+    } catch (const PlanError& refusal) {
+      laid_out_ = true;
+      laid_out_refusal_ = refusal.what();
+      throw;
+    }
+  }
+
+  uint32_t lay_out_anew() {
     const std::vector<pp_mesh_axis>& axes = plan_.axes();
     if (!space_.search_mesh_order || axes.empty()) {
       strides_.resize(axes.size());
@@ -551,6 +578,10 @@ class Worker {
   std::vector<int64_t> strides_;
   std::vector<size_t> top_level_;
   std::vector<std::vector<size_t>> layout_orders_;
+  // What lay_out() last computed from: its axes, and the refusal when they had no layout.
+  bool laid_out_ = false;
+  std::vector<pp_mesh_axis> laid_out_axes_;
+  std::optional<std::string> laid_out_refusal_;
   std::vector<pp_plan_figures> figures_;
 };
 
