@@ -9,6 +9,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -77,6 +78,19 @@ class ProfileFile {
  public:
   explicit ProfileFile(std::string path) : path_(std::move(path)) {}
 
+  // Keys a base profile supplied (their source is `marker`) are reported at the file's `base`.
+  void set_base(std::string name, std::string marker, Location where) {
+    base_name_ = std::move(name);
+    base_marker_ = std::move(marker);
+    base_where_ = where;
+  }
+  bool from_base(const toml::source_region& region) const {
+    return !base_marker_.empty() && region.path && *region.path == base_marker_;
+  }
+  Location locate(const toml::source_region& region) const {
+    return from_base(region) ? base_where_ : location_of(region);
+  }
+
   [[noreturn]] void fail(Location where, std::string_view key, std::string_view message) const {
     std::ostringstream text;
     text << path_ << ':' << where.line << ':' << where.column << ": ";
@@ -86,8 +100,8 @@ class ProfileFile {
   }
 
   // `canonical` is the key path check_profile() would name; `written` the key as the file spells it.
-  void remember(const std::string& canonical, std::string written, Location where) {
-    written_[canonical] = Written{std::move(written), where};
+  void remember(const std::string& canonical, std::string written, const toml::source_region& region) {
+    written_[canonical] = Written{std::move(written), locate(region), from_base(region)};
   }
 
   // Messages about `canonical` point where `written` was written.
@@ -98,6 +112,9 @@ class ProfileFile {
   [[noreturn]] void fail_at(const std::string& canonical, std::string_view message) const {
     auto found = written_.find(canonical);
     if (found == written_.end()) fail(Location{}, canonical, message);
+    if (found->second.from_base)
+      fail(found->second.where, found->second.key,
+           std::string(message) + " (the value of base '" + base_name_ + "', with this file's keys)");
     fail(found->second.where, found->second.key, message);
   }
 
@@ -105,9 +122,13 @@ class ProfileFile {
   struct Written {
     std::string key;
     Location where;
+    bool from_base = false;
   };
   std::string path_;
   std::map<std::string, Written> written_;
+  std::string base_name_;
+  std::string base_marker_;
+  Location base_where_;
 };
 
 // One TOML table and the keys it admits. Unknown keys fail on construction, before any lookup,
@@ -123,11 +144,11 @@ class TableReader {
       if (known) continue;
       std::string expected;
       for (std::string_view name : known_keys) expected += (expected.empty() ? "" : ", ") + std::string(name);
-      file_.fail(location_of(key.source()), path_of(key.str()), "unknown key (expected one of: " + expected + ")");
+      file_.fail(file_.locate(key.source()), path_of(key.str()), "unknown key (expected one of: " + expected + ")");
     }
   }
 
-  Location where() const { return location_of(table_.source()); }
+  Location where() const { return file_.locate(table_.source()); }
   std::string path_of(std::string_view key) const { return prefix_ + std::string(key); }
 
   std::optional<double> optional_number(std::string_view key) {
@@ -190,7 +211,7 @@ class TableReader {
   const toml::node* find(std::string_view key) {
     auto found = table_.find(key);
     if (found == table_.end()) return nullptr;
-    file_.remember(path_of(key), path_of(key), location_of(found->first.source()));
+    file_.remember(path_of(key), path_of(key), found->first.source());
     return &found->second;
   }
 
@@ -249,15 +270,88 @@ TierSpec read_tier(ProfileFile& file, const toml::table& table, size_t index, st
   return spec;
 }
 
+// Puts `key` = `value` into `into`, replacing what was there, the key as `over` wrote it (its
+// position is where messages about it point).
+void put(toml::table& into, const toml::key& key, const toml::node& value) {
+  into.erase(key.str());
+  into.insert(key, value);
+}
+
+// The file's keys laid over its base's: a table merges key by key, any other value replaces the
+// base's. `[[tiers]]` that each name one of the base's tiers change only the keys they give, the
+// base's tiers keeping their order; a tier of another name replaces the base's tiers with the
+// file's, which must then be complete.
+void overlay(toml::table& into, const toml::table& over) {
+  for (auto&& [key, value] : over) {
+    toml::node* under = into.get(key.str());
+    if (const toml::table* table = value.as_table(); table && under && under->is_table()) {
+      overlay(*under->as_table(), *table);
+      continue;
+    }
+    const toml::array* tiers = key.str() == "tiers" ? value.as_array() : nullptr;
+    toml::array* base_tiers = key.str() == "tiers" && under ? under->as_array() : nullptr;
+    if (tiers && base_tiers && tiers->is_array_of_tables() && base_tiers->is_array_of_tables()) {
+      const auto named = [](const toml::node& tier) { return tier.as_table()->get_as<std::string>("name"); };
+      std::vector<toml::table*> matches;
+      for (const toml::node& tier : *tiers) {
+        toml::table* match = nullptr;
+        if (const toml::value<std::string>* name = named(tier))
+          for (toml::node& candidate : *base_tiers)
+            if (const toml::value<std::string>* base_name = named(candidate); base_name && base_name->get() == name->get())
+              match = candidate.as_table();
+        matches.push_back(match);
+      }
+      if (std::find(matches.begin(), matches.end(), nullptr) == matches.end()) {
+        for (size_t i = 0; i < matches.size(); ++i) {
+          // A bandwidth in either unit replaces the base's in both.
+          const toml::table& given = *(*tiers)[i].as_table();
+          if (given.contains("bandwidth_gb_s") || given.contains("bandwidth_gbit_s")) {
+            matches[i]->erase("bandwidth_gb_s");
+            matches[i]->erase("bandwidth_gbit_s");
+          }
+          overlay(*matches[i], given);
+        }
+        continue;
+      }
+    }
+    put(into, key, value);
+  }
+}
+
 }  // namespace
 
-pp_hardware_profile parse_toml_profile(std::string_view document, const std::string& path) {
+pp_hardware_profile parse_toml_profile(std::string_view document, const std::string& path,
+                                       std::string_view base_document) {
   ProfileFile file(path);
   toml::table root;
   try {
     root = toml::parse(document, path);
   } catch (const toml::parse_error& error) {
     file.fail(location_of(error.source()), {}, error.description());
+  }
+
+  // `base = "NAME"`: the named profile, as paraplan wrote it (base_document), under this file's keys.
+  if (auto found = root.find("base"); found != root.end()) {
+    const Location where = location_of(found->first.source());
+    const toml::value<std::string>* name = found->second.as_string();
+    if (!name) file.fail(where, "base", "must be a string, the name of a hardware plugin (paraplan hardware show NAME)");
+    if (base_document.empty())
+      file.fail(where, "base", "names profile '" + name->get() +
+                                   "', which paraplan supplies when a recipe names this file; the plugin was given none");
+    const std::string marker = "<base profile '" + name->get() + "'>";
+    toml::table merged;
+    try {
+      merged = toml::parse(base_document, marker);
+    } catch (const toml::parse_error& error) {
+      file.fail(where, "base", "profile '" + name->get() + "' could not be read back: " + std::string(error.description()));
+    }
+    if (!root.contains("name"))
+      file.fail(where, "base", "a profile based on '" + name->get() +
+                                   "' needs a name of its own (name = \"...\"), so that reports tell the two apart");
+    root.erase("base");
+    overlay(merged, root);
+    root = std::move(merged);
+    file.set_base(name->get(), marker, where);
   }
 
   TableReader top(file, root, "",
@@ -325,7 +419,7 @@ pp_hardware_profile parse_toml_profile(std::string_view document, const std::str
   return build_profile(spec);
 }
 
-pp_hardware_profile read_toml_profile(const std::string& path) {
+pp_hardware_profile read_toml_profile(const std::string& path, std::string_view base_document) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) {
     throw InvalidArgument(path + ": cannot read the hardware profile: " +
@@ -341,7 +435,7 @@ pp_hardware_profile read_toml_profile(const std::string& path) {
   if (!in.is_open() || in.bad() || document.size() > kMaxProfileBytes) {
     throw InvalidArgument(path + ": cannot read the hardware profile: " + std::strerror(errno));
   }
-  return parse_toml_profile(document, path);
+  return parse_toml_profile(document, path, base_document);
 }
 
 }  // namespace paraplan::hardware

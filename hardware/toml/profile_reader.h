@@ -21,10 +21,14 @@
 namespace paraplan::hardware {
 
 // Reads and validates the profile at `path` (relative paths are taken from the working directory).
-pp_hardware_profile read_toml_profile(const std::string& path);
+// A profile that starts from another (`base = "h100-sxm"`) is laid over `base_document`, that
+// profile in this format (paraplan writes it: host/plan/profile_toml.h); without one, `base` is
+// an error.
+pp_hardware_profile read_toml_profile(const std::string& path, std::string_view base_document = {});
 
 // The same for a document already in memory; `path` is only used in messages.
-pp_hardware_profile parse_toml_profile(std::string_view document, const std::string& path);
+pp_hardware_profile parse_toml_profile(std::string_view document, const std::string& path,
+                                       std::string_view base_document = {});
 
 }  // namespace paraplan::hardware
 

@@ -19,6 +19,8 @@ const std::vector<Command>& all_commands() {
        &run_export_command},
       {"execute", "run a recipe's plan on MPI ranks with real GEMMs and collectives; measured vs predicted",
        &run_execute_command},
+      {"hardware", "print a hardware profile as TOML, to copy and change (or to start another from)",
+       &run_hardware_command},
       {"calibrate", "measure this machine (GEMMs, memory, collectives) into a hardware profile TOML",
        &run_calibrate_command},
       {"search", "find the best composition of strategies for a recipe's model and cluster", &run_search_command},

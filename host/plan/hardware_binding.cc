@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include <spdlog/spdlog.h>
+#include <toml++/toml.h>
 
 #include "paraplan/cost_model.hpp"
 
@@ -13,6 +14,7 @@
 #include "host/model/precision_names.h"
 #include "host/plan/workload_builder.h"
 #include "host/plan/profile_check.h"
+#include "host/plan/profile_toml.h"
 #include "host/plugin/abi_history.h"
 #include "host/plugin/plugin_trust.h"
 #include "host/recipe/input_file.h"
@@ -117,11 +119,46 @@ pp_hardware_binding_v1 HardwareBinding::binding() const {
   return pp_hardware_binding_v1{sizeof(pp_hardware_binding_v1), &profile_, &guard_->table, &guard_->state};
 }
 
-std::unique_ptr<HardwareBinding> open_hardware(const Recipe& recipe, const PluginCatalog& catalog) {
-  const toml::node* where = recipe.document->at_path("cluster.hardware").node();
-  std::string context = location_of(recipe.file, where) + ": cluster.hardware '" + recipe.cluster.hardware + "'";
-  bool from_file = !recipe.cluster.hardware_file.empty();
-  const std::string name = from_file ? kTomlHardwarePlugin : recipe.cluster.hardware;
+namespace {
+
+// What a profile file's `base = "NAME"` names, in the toml plugin's format ("" without a base):
+// the named plugin's profile, checked. A base is a hardware plugin (bundled or installed), not
+// another file, and one whose GEMM or collective times are its own functions cannot be a base (a
+// TOML profile carries figures, not functions).
+std::string base_document(const std::string& file, const std::string& text, const PluginCatalog& catalog) {
+  toml::table document;
+  try {
+    document = toml::parse(text, file);
+  } catch (const toml::parse_error&) {
+    return "";  // the plugin reports it, with its position
+  }
+  auto found = document.find("base");
+  if (found == document.end() || !found->second.is_string()) return "";  // a wrong type: the plugin's message
+  const std::string name = found->second.as_string()->get();
+  const std::string where = location_of(file, found->first) + ": base '" + name + "'";
+  if (name == kTomlHardwarePlugin || name.find('/') != std::string::npos || name.ends_with(".toml"))
+    throw InputError(where + ": a base names a hardware plugin ('paraplan plugins list'), not a profile file");
+  const LoadedPlugin* plugin = nullptr;
+  try {
+    plugin = &catalog.require(name, PP_KIND_HARDWARE);
+  } catch (const InputError& failure) {
+    throw InputError(where + ": " + failure.what());
+  }
+  const HardwareBinding base(std::make_unique<PluginInstance>(
+      *plugin, ParamValues::bind(*plugin->metadata, nullptr, "base", file), where));
+  const pp_hardware_v1& functions = *plugin->metadata->hardware;
+  if (functions.gemm_time || functions.collective_time)
+    throw InputError(where + ": it prices " + (functions.gemm_time ? "GEMMs" : "collectives") +
+                     " with functions of its own, which a TOML profile cannot carry; write the whole profile");
+  return profile_toml(base.profile());
+}
+
+}  // namespace
+
+std::unique_ptr<HardwareBinding> open_hardware(const std::string& hardware, const std::string& file,
+                                               const std::string& context, const PluginCatalog& catalog) {
+  const bool from_file = !file.empty();
+  const std::string name = from_file ? kTomlHardwarePlugin : hardware;
   const LoadedPlugin* plugin = nullptr;
   try {
     plugin = &catalog.require(name, PP_KIND_HARDWARE);
@@ -130,17 +167,23 @@ std::unique_ptr<HardwareBinding> open_hardware(const Recipe& recipe, const Plugi
   }
   toml::table arguments;
   if (from_file) {
-    // Named by the recipe, so used; but say so when anyone could have changed its figures.
-    if (std::string untrusted = untrusted_file_reason(recipe.cluster.hardware_file); !untrusted.empty())
-      spdlog::warn("hardware profile {}: {}; its figures may not be what you expect", recipe.cluster.hardware_file,
-                   untrusted);
+    // Named by the user, so used; but say so when anyone could have changed its figures.
+    if (std::string untrusted = untrusted_file_reason(file); !untrusted.empty())
+      spdlog::warn("hardware profile {}: {}; its figures may not be what you expect", file, untrusted);
     // Bounded and shallow before the plugin parses it, like every TOML input (input_file.h).
-    check_toml_depth(read_bounded_file(recipe.cluster.hardware_file, kMaxTomlBytes, "hardware profile"),
-                     recipe.cluster.hardware_file);
-    arguments.insert("file", recipe.cluster.hardware_file);
+    const std::string text = read_bounded_file(file, kMaxTomlBytes, "hardware profile");
+    check_toml_depth(text, file);
+    arguments.insert("file", file);
+    if (std::string base = base_document(file, text, catalog); !base.empty()) arguments.insert("base_document", base);
   }
-  ParamValues params = ParamValues::bind(*plugin->metadata, &arguments, "cluster.hardware", recipe.file);
-  auto binding = std::make_unique<HardwareBinding>(std::make_unique<PluginInstance>(*plugin, std::move(params), context));
+  ParamValues params = ParamValues::bind(*plugin->metadata, &arguments, "cluster.hardware", file);
+  return std::make_unique<HardwareBinding>(std::make_unique<PluginInstance>(*plugin, std::move(params), context));
+}
+
+std::unique_ptr<HardwareBinding> open_hardware(const Recipe& recipe, const PluginCatalog& catalog) {
+  const toml::node* where = recipe.document->at_path("cluster.hardware").node();
+  const std::string context = location_of(recipe.file, where) + ": cluster.hardware '" + recipe.cluster.hardware + "'";
+  std::unique_ptr<HardwareBinding> binding = open_hardware(recipe.cluster.hardware, recipe.cluster.hardware_file, context, catalog);
   require_precision_support(recipe, binding->profile());
   return binding;
 }

@@ -39,6 +39,11 @@ inline constexpr const char* kTomlHardwarePlugin = "toml";
 // Opens the recipe's hardware and checks it has the tensor cores the recipe's precision needs.
 std::unique_ptr<HardwareBinding> open_hardware(const Recipe& recipe, const PluginCatalog& catalog);
 
+// Opens hardware plugin `hardware`, or the profile `file` (not empty: the `toml` plugin reads it,
+// and a `base = "NAME"` in it is resolved here); errors start with `context`.
+std::unique_ptr<HardwareBinding> open_hardware(const std::string& hardware, const std::string& file,
+                                               const std::string& context, const PluginCatalog& catalog);
+
 // InputError, at the recipe's training.precision, where it asks for a block-scaled format
 // (mxfp8, nvfp4) the profile has no peak for.
 void require_precision_support(const Recipe& recipe, const pp_hardware_profile& profile);

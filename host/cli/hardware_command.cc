@@ -1,0 +1,187 @@
+// `paraplan hardware show NAME|FILE`: any hardware profile, bundled, installed or a file, printed in
+// the format the `toml` plugin reads, to copy and change (or to start another from with `base`).
+#include <nlohmann/json.hpp>
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <spdlog/spdlog.h>
+
+#include "host/cli/command.h"
+#include "host/cli/common_options.h"
+#include "host/core/errors.h"
+#include "host/plan/hardware_binding.h"
+#include "host/plan/profile_toml.h"
+#include "host/report/report_output.h"
+
+namespace po = boost::program_options;
+
+namespace paraplan::host {
+namespace {
+
+nlohmann::ordered_json profile_json(const pp_hardware_profile& profile, bool own_functions) {
+  nlohmann::ordered_json peaks = {{"fp32", profile.peak_flops[PP_DTYPE_FP32]}, {"tf32", profile.peak_flops[PP_DTYPE_TF32]},
+                                  {"bf16", profile.peak_flops[PP_DTYPE_BF16]}, {"fp16", profile.peak_flops[PP_DTYPE_FP16]},
+                                  {"fp8", profile.peak_flops[PP_DTYPE_FP8]},   {"mxfp8", profile.peak_flops_mxfp8},
+                                  {"nvfp4", profile.peak_flops_nvfp4}};
+  nlohmann::ordered_json report = {
+      {"name", profile.name},
+      {"gpus_per_node", profile.gpus_per_node},
+      {"peak_flops", peaks},
+      {"memory_bytes", profile.memory_bytes},
+      {"memory_bandwidth_bytes_per_s", profile.memory_bandwidth_bytes_per_s},
+      {"memory_efficiency", profile.memory_efficiency},
+      {"host_link_bandwidth_bytes_per_s", profile.host_link_bandwidth_bytes_per_s},
+      {"gemm_efficiency_max", profile.gemm_efficiency_max},
+      {"gemm_efficiency_max_fp8", profile.gemm_efficiency_max_fp8},
+      {"gemm_half_efficiency_flops", profile.gemm_half_efficiency_flops},
+      {"attention_efficiency", profile.attention_efficiency},
+      {"attention_efficiency_flash2", profile.attention_efficiency_flash2},
+      {"host_op_overhead_s", profile.host_op_overhead_s},
+      {"overlap_compute_slowdown", profile.overlap_compute_slowdown},
+      {"speed_variation", profile.speed_variation},
+      {"tiers", nlohmann::ordered_json::array()},
+      {"own_cost_functions", own_functions},
+  };
+  for (uint32_t i = 0; i < profile.tier_count && i < PP_MAX_TIERS; ++i) {
+    const pp_tier& tier = profile.tiers[i];
+    report["tiers"].push_back({{"name", tier.name},
+                               {"domain_size", tier.domain_size},
+                               {"bandwidth_bytes_per_s", tier.bandwidth_bytes_per_s},
+                               {"latency_s", tier.latency_s},
+                               {"efficiency", tier.efficiency}});
+  }
+  report["toml"] = profile_toml(profile);
+  return report;
+}
+
+// Why the printed profile would not read back as this profile ("" when it does): the text is
+// read by the `toml` plugin, as a recipe naming it would, and compared field by field. A plugin
+// may describe what the format cannot say (no fp32 peak, a figure outside its ranges).
+std::string read_back_problem(const pp_hardware_profile& profile, const PluginCatalog& catalog) {
+  // In a directory of its own (mode 0700), which nobody else may write to.
+  std::string pattern = (std::filesystem::temp_directory_path() / "paraplan_hardware_show_XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) return "no temporary directory to read it back from";
+  const std::filesystem::path directory = pattern, file = directory / "profile.toml";
+  std::ofstream(file) << profile_toml(profile);
+  std::string problem;
+  try {
+    const pp_hardware_profile read = open_hardware("", file.string(), "the printed profile", catalog)->profile();
+    const pp_hardware_profile& shown = profile;
+    bool same = std::strcmp(read.name, shown.name) == 0 && read.tier_count == shown.tier_count;
+    for (int dtype = 0; dtype < PP_DTYPE_COUNT; ++dtype) same = same && read.peak_flops[dtype] == shown.peak_flops[dtype];
+    const double pairs[][2] = {{read.peak_flops_mxfp8, shown.peak_flops_mxfp8}, {read.peak_flops_nvfp4, shown.peak_flops_nvfp4},
+                               {read.memory_bytes, shown.memory_bytes},
+                               {read.memory_bandwidth_bytes_per_s, shown.memory_bandwidth_bytes_per_s},
+                               {read.memory_efficiency, shown.memory_efficiency},
+                               {static_cast<double>(read.gpus_per_node), static_cast<double>(shown.gpus_per_node)},
+                               {read.gemm_efficiency_max, shown.gemm_efficiency_max},
+                               {read.gemm_half_efficiency_flops, shown.gemm_half_efficiency_flops},
+                               {read.gemm_efficiency_max_fp8, shown.gemm_efficiency_max_fp8},
+                               {read.attention_efficiency, shown.attention_efficiency},
+                               {read.attention_efficiency_flash2, shown.attention_efficiency_flash2},
+                               {read.host_link_bandwidth_bytes_per_s, shown.host_link_bandwidth_bytes_per_s},
+                               {read.host_op_overhead_s, shown.host_op_overhead_s},
+                               {read.overlap_compute_slowdown, shown.overlap_compute_slowdown},
+                               {read.speed_variation, shown.speed_variation}};
+    for (const auto& pair : pairs) same = same && pair[0] == pair[1];
+    for (uint32_t i = 0; same && i < read.tier_count && i < PP_MAX_TIERS; ++i) {
+      const pp_tier &a = read.tiers[i], &b = shown.tiers[i];
+      same = std::strcmp(a.name, b.name) == 0 && a.domain_size == b.domain_size &&
+             a.bandwidth_bytes_per_s == b.bandwidth_bytes_per_s && a.latency_s == b.latency_s && a.efficiency == b.efficiency;
+    }
+    if (!same) problem = "it reads back as a different profile";
+  } catch (const HostError& failure) {
+    // The message names the temporary file; its key and reason are what matters.
+    problem = failure.what();
+    if (const size_t key = problem.rfind(".toml:"); key != std::string::npos)
+      if (const size_t after = problem.find(": ", key + 6); after != std::string::npos) problem = problem.substr(after + 2);
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(directory, ignored);
+  return problem;
+}
+
+int show_hardware(const CommonOptions& common, const std::string& hardware) {
+  const PluginCatalog catalog = scan_plugins(common);
+  // Named as a recipe names it: a path or a .toml file is a profile file, anything else a plugin.
+  const bool file = hardware.find('/') != std::string::npos || hardware.ends_with(".toml");
+  if (file && !std::filesystem::is_regular_file(hardware))
+    throw InputError("hardware profile file " + hardware + " does not exist");
+  const std::unique_ptr<HardwareBinding> binding =
+      open_hardware(hardware, file ? std::filesystem::absolute(hardware).lexically_normal().string() : "",
+                    "hardware '" + hardware + "'", catalog);
+  const pp_hardware_v1& functions = *binding->instance().metadata().hardware;
+  const bool own_functions = functions.gemm_time || functions.collective_time;
+  const std::string problem = read_back_problem(binding->profile(), catalog);
+  if (common.json) {
+    nlohmann::ordered_json report = profile_json(binding->profile(), own_functions);
+    report["reads_back"] = problem.empty();
+    if (!problem.empty()) report["read_back_problem"] = problem;
+    report_stream() << dump_json(report) << "\n";
+  } else {
+    if (own_functions)
+      report_stream() << "# '" << hardware << "' prices GEMMs or collectives with functions of its own: these figures\n"
+                      << "# alone, read back as a TOML profile, price them with paraplan's model instead.\n";
+    if (!problem.empty()) report_stream() << "# Does not read back as this profile: " << problem << "\n";
+    report_stream() << profile_toml(binding->profile());
+  }
+  // Nothing silently different: what the text does not carry is said on stderr too.
+  if (own_functions)
+    spdlog::warn("hardware '{}' has its own gemm_time or collective_time; a TOML profile of these figures prices "
+                 "them with paraplan's default model instead",
+                 hardware);
+  if (!problem.empty())
+    spdlog::warn("hardware '{}': the printed profile does not read back as this profile: {}", hardware, problem);
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_hardware_command(const std::vector<std::string>& arguments) {
+  CommonOptions common;
+  std::string action, name;
+  bool toml_only = false;
+  po::options_description options = common_options(common, /*with_json=*/true);
+  options.add_options()("toml", po::bool_switch(&toml_only), "print the profile as TOML (the default)");
+  po::options_description hidden;
+  hidden.add_options()("action", po::value(&action))("name", po::value(&name));
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description positional;
+  positional.add("action", 1).add("name", 1);
+  po::variables_map variables;
+  parse_arguments(arguments, all, positional, variables);
+  if (common.help || action.empty()) {
+    print_command_help(
+        "paraplan hardware show NAME|FILE [options]",
+        "Print a hardware profile, bundled (h100-sxm, b200, ...: 'paraplan plugins list'), installed or a\n"
+        "TOML file, in the format of TOML profiles (docs/hardware.md): every key written, in its unit,\n"
+        "each number exact. Save it, change what differs, and name the file in a recipe\n"
+        "([cluster] hardware = \"my-gpu.toml\"); or write only what differs, starting from this one:\n\n"
+        "  name = \"h100-ib200\"\n"
+        "  base = \"h100-sxm\"\n"
+        "  [[tiers]]\n"
+        "  name = \"infiniband\"         # a tier of the base, by name: only the keys given change\n"
+        "  bandwidth_gbit_s = 200\n",
+        options,
+        "--json prints the figures in SI units (FLOP/s, bytes, seconds) beside the TOML text.\n"
+        "A plugin that prices GEMMs or collectives with functions of its own is shown with a warning:\n"
+        "its figures read back as a TOML profile are priced by paraplan's model instead.\n\n"
+        "Exit codes: 0 success; 2 usage error; 3 no such hardware, or an impossible profile.\n");
+    return common.help ? kExitOk : kExitUsage;
+  }
+  configure_logging(common);
+  if (toml_only && common.json) throw UsageError("--toml and --json: choose one");
+  if (action == "show") {
+    if (name.empty()) throw UsageError("'hardware show' needs a hardware NAME or a profile FILE");
+    return show_hardware(common, name);
+  }
+  throw UsageError("unknown action '" + action + "' for 'hardware'; use 'show NAME|FILE'");
+}
+
+}  // namespace paraplan::host
