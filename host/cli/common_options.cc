@@ -1,5 +1,7 @@
 #include "host/cli/common_options.h"
 
+#include "host/core/edit_distance.h"
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -38,6 +40,15 @@ void parse_arguments(const std::vector<std::string>& arguments, const po::option
   try {
     po::store(po::command_line_parser(arguments).options(options).positional(positional).run(), variables);
     po::notify(variables);
+  } catch (const po::unknown_option& failure) {
+    // The command's own options, for a misspelt one ("--sett" is "--set").
+    std::vector<std::string> names;
+    for (const auto& option : options.options())
+      if (!option->long_name().empty() && option->long_name() != "recipe" && option->long_name() != "action" &&
+          option->long_name() != "name")
+        names.push_back("--" + option->long_name());
+    const std::string typed = failure.get_option_name();
+    throw UsageError(std::string(failure.what()) + did_you_mean(typed.substr(0, typed.find('=')), names));
   } catch (const po::error& failure) {
     throw UsageError(failure.what());
   }

@@ -1,6 +1,7 @@
 #include "host/core/edit_distance.h"
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 
 namespace paraplan::host {
@@ -19,12 +20,24 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return previous[b.size()];
 }
 
-std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+namespace {
+
+std::string lowercase(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
+}
+
+}  // namespace
+
+std::string closest_match(std::string_view typed, const std::vector<std::string>& candidates) {
+  // Case is no evidence either way: "H100" is compared as "h100".
+  const std::string word = lowercase(typed);
   // "h100" means "h100-sxm" more often than the equally distant "b200": a unique prefix wins.
   std::string prefixed;
   int prefix_matches = 0;
   for (const std::string& candidate : candidates)
-    if (word.size() >= 2 && candidate.size() > word.size() && candidate.compare(0, word.size(), word) == 0) {
+    if (word.size() >= 2 && candidate.size() > word.size() && lowercase(candidate).compare(0, word.size(), word) == 0) {
       prefixed = candidate;
       ++prefix_matches;
     }
@@ -34,7 +47,7 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   std::string best;
   size_t best_distance = limit + 1;
   for (const std::string& candidate : candidates) {
-    size_t distance = edit_distance(word, candidate);
+    size_t distance = edit_distance(word, lowercase(candidate));
     if (distance < best_distance) {
       best_distance = distance;
       best = candidate;

@@ -1,6 +1,7 @@
 #include "host/plan/hardware_binding.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -158,7 +159,18 @@ std::string base_document(const std::string& file, const std::string& text, cons
 std::unique_ptr<HardwareBinding> open_hardware(const std::string& hardware, const std::string& file,
                                                const std::string& context, const PluginCatalog& catalog) {
   const bool from_file = !file.empty();
-  const std::string name = from_file ? kTomlHardwarePlugin : hardware;
+  std::string name = from_file ? kTomlHardwarePlugin : hardware;
+  // Hardware is named as datasheets spell it ("H100-SXM"): a name that differs from exactly one
+  // plugin's only in case is that plugin.
+  if (!from_file) {
+    std::vector<std::string> same;
+    for (const std::string& candidate : catalog.names_of_kind(PP_KIND_HARDWARE))
+      if (candidate.size() == name.size() &&
+          std::equal(candidate.begin(), candidate.end(), name.begin(),
+                     [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b)); }))
+        same.push_back(candidate);
+    if (same.size() == 1) name = same.front();
+  }
   const LoadedPlugin* plugin = nullptr;
   try {
     plugin = &catalog.require(name, PP_KIND_HARDWARE);

@@ -1,6 +1,8 @@
 #include "host/recipe/recipe_reader.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -35,7 +37,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& core_sectio
                  "mamba_heads", "mamba_head_dim", "mamba_state", "mamba_groups", "mamba_conv_kernel", "mtp_layers",
                  "tied_embeddings", "dropout", "rotary_base", "norm_epsilon", "position_embedding", "linear_bias",
                  "activation_clamp"}},
-      {"training", {"global_batch", "micro_batch", "precision", "recompute", "recompute_modules", "recompute_num_layers", "cpu_offloading_num_layers", "cuda_graph_modules", "optimizer", "master_weights",
+      {"training", {"global_batch", "global_batch_tokens", "micro_batch", "precision", "recompute", "recompute_modules", "recompute_num_layers", "cpu_offloading_num_layers", "cuda_graph_modules", "optimizer", "master_weights",
                     "flash_attention", "attention_kernel", "main_grads"}},
       {"cluster", {"hardware", "num_gpus", "gpus_per_node", "mesh_order"}},
   };
@@ -65,8 +67,7 @@ class TableReader {
   std::optional<int64_t> integer(const std::string& key, limits::Bound bound) {
     const toml::node* node = lookup(key);
     if (!node) return std::nullopt;
-    auto value = node->value_exact<int64_t>();
-    if (!value) fail(node, key, "expected an integer, got " + toml_type_name(*node));
+    const std::optional<int64_t> value = integer_of(*node, key);
     check_bound(node, key, *value, bound);
     return value;
   }
@@ -133,7 +134,10 @@ class TableReader {
     std::vector<const toml::node*> items = elements(node, key, "an integer, an array of integers or \"auto\"");
     std::vector<int64_t> values;
     for (const toml::node* item : items) {
-      auto value = item->value_exact<int64_t>();
+      std::optional<int64_t> value = item->value_exact<int64_t>();
+      const std::optional<std::string> text = item->value_exact<std::string>();
+      if (!value && text && !text->empty() && std::isdigit(static_cast<unsigned char>(text->front())))
+        value = integer_of(*item, key);  // a size ("16K")
       if (!value) fail(item, key, "expected an integer, an array of integers or \"auto\", got " + toml_type_name(*item));
       check_bound(item, key, *value, bound);
       values.push_back(*value);
@@ -186,6 +190,29 @@ class TableReader {
   }
 
  private:
+  // An integer, or a size with a binary suffix as people write them: "8K" = 8192 tokens, "4M" =
+  // 4,194,304, "16K" GPUs (K, M, G, T: powers of 1024; a fraction must come out whole: "1.5K").
+  std::optional<int64_t> integer_of(const toml::node& node, const std::string& key) {
+    if (auto value = node.value_exact<int64_t>()) return value;
+    const std::optional<std::string> text = node.value_exact<std::string>();
+    // Only what starts like a number can be a size; "eight" is a string where an integer goes.
+    if (!text || text->empty() || !std::isdigit(static_cast<unsigned char>(text->front())))
+      fail(&node, key, "expected an integer, got " + toml_type_name(node));
+    static const std::string kSuffixes = "KMGT";
+    const size_t suffix = text->empty() ? std::string::npos : kSuffixes.find(static_cast<char>(std::toupper(static_cast<unsigned char>(text->back()))));
+    const std::string digits = text->substr(0, text->empty() ? 0 : text->size() - 1);
+    char* end = nullptr;
+    const double mantissa = suffix == std::string::npos || digits.empty() || digits.find_first_not_of("0123456789.") != std::string::npos
+                                ? -1.0
+                                : std::strtod(digits.c_str(), &end);
+    const double scaled = mantissa * std::pow(1024.0, static_cast<double>(suffix + 1));
+    if (mantissa >= 0 && end == digits.c_str() + digits.size() && scaled != std::floor(scaled))
+      fail(&node, key, "\"" + *text + "\" is " + format_number("%.1f", scaled) + ", not a whole number");
+    if (mantissa < 0 || end != digits.c_str() + digits.size() || scaled > 9e18)
+      fail(&node, key, "expected an integer or a size such as \"8K\" (8192; K, M, G, T are powers of 1024), got \"" + *text + "\"");
+    return static_cast<int64_t>(scaled);
+  }
+
   const toml::node* lookup(const std::string& key) {
     known_.push_back(key);
     const toml::node* node = table_ ? table_->get(key) : nullptr;
@@ -465,12 +492,31 @@ uint32_t read_cuda_graph_modules(TableReader& reader, const toml::table& table, 
   return modules;
 }
 
+// Sequences per step: `global_batch`, or `global_batch_tokens` (tokens per step, "4M") divided by
+// the sequence length, which must divide it.
+int64_t read_global_batch(TableReader& reader, const toml::table& table, int64_t seq_len) {
+  const std::optional<int64_t> tokens = reader.integer("global_batch_tokens", {1, int64_t{1} << 50});
+  const std::optional<int64_t> sequences = reader.integer("global_batch", limits::kGlobalBatch);
+  if (tokens && sequences)
+    reader.fail(table.get("global_batch_tokens"), "global_batch_tokens", "give the batch once: global_batch (sequences) or global_batch_tokens");
+  if (sequences) return *sequences;
+  if (!tokens) reader.fail(nullptr, "global_batch", "is required (sequences per step; or global_batch_tokens, tokens per step)");
+  if (seq_len <= 0 || *tokens % seq_len != 0)
+    reader.fail(table.get("global_batch_tokens"), "global_batch_tokens",
+                std::to_string(*tokens) + " tokens is not a whole number of sequences of model.seq_len = " + std::to_string(seq_len));
+  const int64_t batch = *tokens / seq_len;
+  if (batch < limits::kGlobalBatch.min || batch > limits::kGlobalBatch.max)
+    reader.fail(table.get("global_batch_tokens"), "global_batch_tokens",
+                std::to_string(batch) + " sequences of " + std::to_string(seq_len) + " tokens: more than global_batch allows");
+  return batch;
+}
+
 void read_training(Recipe& recipe, const toml::table* table, bool search) {
   if (!table) throw InputError(recipe.file + ": [training]: the recipe has no [training] table");
   TableReader reader(table, "training", recipe.file);
   pp_training& training = recipe.training;
   training.struct_size = sizeof(pp_training);
-  training.global_batch = reader.required_integer("global_batch", limits::kGlobalBatch);
+  training.global_batch = read_global_batch(reader, *table, recipe.model.shape.seq_len);
   if (search) {
     read_training_choices(recipe, reader, *table);
   } else {
@@ -497,7 +543,7 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
                                 : PP_MASTER_WEIGHTS_SEPARATE;
   reader.reject_unknown_keys();
   if (training.global_batch % training.micro_batch != 0)
-    reader.fail(table->get("global_batch"), "global_batch",
+    reader.fail(table->get("global_batch") ? table->get("global_batch") : table->get("global_batch_tokens"), "global_batch",
                 std::to_string(training.global_batch) + " is not a multiple of micro_batch = " +
                     std::to_string(training.micro_batch));
 }

@@ -30,6 +30,10 @@ TEST(CommandLine, UsageErrorsExitWithTwo) {
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("did you mean 'evaluate'?"), std::string::npos) << unknown.err;
   EXPECT_EQ(run({"evaluate", "--no-such-flag", kRecipe}).exit_code, 2);
+  // A misspelt option gets the command's closest one.
+  CommandRun misspelt = run({"evaluate", kRecipe, "--sett", "cluster.num_gpus=8"});
+  EXPECT_EQ(misspelt.exit_code, 2);
+  EXPECT_NE(misspelt.err.find("'--sett' (did you mean '--set'?)"), std::string::npos) << misspelt.err;
   EXPECT_EQ(run({"plugins", "frobnicate"}).exit_code, 2);
 }
 

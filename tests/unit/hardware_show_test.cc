@@ -176,6 +176,15 @@ TEST(HardwareShow, APluginWithItsOwnCostFunctionsIsNoBase) {
                                 {"g.toml:2:1: base 'zoo_nan_gemm'", "prices GEMMs with functions of its own"});
 }
 
+// Hardware is named as datasheets spell it: a name that differs from one plugin's only in case is
+// that plugin, and a near miss is suggested without regard to case ("H100" is h100-sxm's prefix).
+TEST(HardwareShow, HardwareNamesIgnoreCase) {
+  EXPECT_STREQ(open_named("H100-SXM")->profile().name, "h100-sxm");
+  EXPECT_STREQ(open_named("GB200-NVL72")->profile().name, "gb200-nvl72");
+  test::expect_error<HostError>([] { open_named("H100"); }, {"no hardware plugin named 'H100'", "did you mean 'h100-sxm'"});
+  test::expect_error<HostError>([] { open_named("A100-SXM-80"); }, {"did you mean 'a100-sxm-80g'"});
+}
+
 TEST(HardwareShow, TheCommandPrintsTomlOrJsonAndExplainsItsErrors) {
   const test::CommandRun toml = test::run_command({"hardware", "show", "b200"});
   EXPECT_EQ(toml.exit_code, 0) << toml.err;

@@ -86,6 +86,31 @@ num_gpus = 1
   EXPECT_EQ(recipe->training.micro_batch, 1);
 }
 
+// Sizes as people write them (issue 21): "8K" tokens, "4M" tokens per step, "16K" GPUs, powers
+// of 1024, and the batch in tokens, divided by the sequence length by hand no more.
+std::string sized_recipe(const std::string& seq_len, const std::string& batch, const std::string& gpus = "16") {
+  return "[model]\npreset = \"llama2-7b\"\nseq_len = " + seq_len + "\n[training]\n" + batch +
+         "\nmicro_batch = 1\n[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = " + gpus + "\n";
+}
+
+TEST(RecipeReader, SizesTakeBinarySuffixesAndTheBatchMayBeGivenInTokens) {
+  auto recipe = parse(sized_recipe("\"8K\"", "global_batch_tokens = \"4M\"", "\"2k\""));
+  EXPECT_EQ(recipe->model.shape.seq_len, 8192);
+  EXPECT_EQ(recipe->training.global_batch, 4194304 / 8192);  // 512 sequences, as Llama 3 ran 4M tokens at 8K
+  EXPECT_EQ(recipe->cluster.num_gpus, 2048);
+  EXPECT_EQ(parse(sized_recipe("\"1.5K\"", "global_batch = 3"))->model.shape.seq_len, 1536);
+  EXPECT_EQ(parse(sized_recipe("4096", "global_batch_tokens = 1048576"))->training.global_batch, 256);
+  test::expect_error<InputError>([&] { parse(sized_recipe("\"4X\"", "global_batch = 8")); },
+                                 {"recipe.toml:3:11: model.seq_len", "a size such as \"8K\"", "got \"4X\""});
+  test::expect_error<InputError>([&] { parse(sized_recipe("4096", "global_batch_tokens = \"4.1M\"")); },
+                                 {"training.global_batch_tokens", "\"4.1M\" is 4299161.6, not a whole number"});
+  test::expect_error<InputError>([&] { parse(sized_recipe("3000", "global_batch_tokens = \"4M\"")); },
+                                 {"training.global_batch_tokens", "not a whole number of sequences of model.seq_len = 3000"});
+  test::expect_error<InputError>([&] { parse(sized_recipe("4096", "global_batch_tokens = \"4M\"\nglobal_batch = 8")); },
+                                 {"give the batch once"});
+  test::expect_error<InputError>([&] { parse(sized_recipe("4096", "")); }, {"training.global_batch: is required", "global_batch_tokens"});
+}
+
 TEST(RecipeReader, MalformedTomlReportsLineAndColumn) {
   test::expect_error<InputError>([] { parse("[model]\nlayers = 2\nhidden = = 3\n"); }, {"recipe.toml:3:"});
 }
