@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
+#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -17,6 +19,7 @@
 #include "host/plan/hardware_binding.h"
 #include "host/plan/profile_toml.h"
 #include "host/report/report_output.h"
+#include "host/core/number_format.h"
 
 namespace po = boost::program_options;
 
@@ -140,6 +143,49 @@ int show_hardware(const CommonOptions& common, const std::string& hardware) {
   return kExitOk;
 }
 
+// One line per hardware plugin: what tells GPUs apart at a glance.
+int list_hardware(const CommonOptions& common) {
+  const PluginCatalog catalog = scan_plugins(common);
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  std::ostringstream text;
+  text << std::left << std::setw(16) << "NAME" << std::right << std::setw(10) << "GPUs/node" << std::setw(12) << "bf16 TF/s"
+       << std::setw(12) << "fp8 TF/s" << std::setw(10) << "HBM GB" << std::setw(12) << "HBM GB/s" << "  tiers (GB/s per GPU)\n";
+  for (const std::string& name : catalog.names_of_kind(PP_KIND_HARDWARE)) {
+    if (name == kTomlHardwarePlugin) continue;  // a file's profile, not one of its own
+    std::unique_ptr<HardwareBinding> binding;
+    try {
+      binding = open_hardware(name, "", "hardware '" + name + "'", catalog);
+    } catch (const HostError& failure) {
+      spdlog::warn("{}", failure.what());
+      continue;
+    }
+    const pp_hardware_profile& profile = binding->profile();
+    std::string tiers;
+    for (uint32_t i = 0; i < profile.tier_count && i < PP_MAX_TIERS; ++i) {
+      const pp_tier& tier = profile.tiers[i];
+      tiers += (i ? ", " : "") + std::string(tier.name) + " " + format_number("%g", tier.bandwidth_bytes_per_s / 1e9) +
+               (tier.domain_size > 0 ? " x" + std::to_string(tier.domain_size) : "");
+    }
+    rows.push_back({{"name", name},
+                    {"gpus_per_node", profile.gpus_per_node},
+                    {"bf16_flops", profile.peak_flops[PP_DTYPE_BF16]},
+                    {"fp8_flops", profile.peak_flops[PP_DTYPE_FP8]},
+                    {"memory_bytes", profile.memory_bytes},
+                    {"memory_bandwidth_bytes_per_s", profile.memory_bandwidth_bytes_per_s},
+                    {"tiers", tiers}});
+    text << std::left << std::setw(16) << name << std::right << std::setw(10) << profile.gpus_per_node << std::setw(12)
+         << format_number("%.0f", profile.peak_flops[PP_DTYPE_BF16] / 1e12) << std::setw(12)
+         << format_number("%.0f", profile.peak_flops[PP_DTYPE_FP8] / 1e12) << std::setw(10)
+         << format_number("%.0f", profile.memory_bytes / 1e9) << std::setw(12)
+         << format_number("%.0f", profile.memory_bandwidth_bytes_per_s / 1e9) << "  " << tiers << "\n";
+  }
+  if (common.json)
+    report_stream() << dump_json(nlohmann::ordered_json{{"hardware", rows}}) << "\n";
+  else
+    report_stream() << text.str();
+  return kExitOk;
+}
+
 }  // namespace
 
 int run_hardware_command(const std::vector<std::string>& arguments) {
@@ -158,11 +204,12 @@ int run_hardware_command(const std::vector<std::string>& arguments) {
   parse_arguments(arguments, all, positional, variables);
   if (common.help || action.empty()) {
     print_command_help(
-        "paraplan hardware show NAME|FILE [options]",
-        "Print a hardware profile, bundled (h100-sxm, b200, ...: 'paraplan plugins list'), installed or a\n"
-        "TOML file, in the format of TOML profiles (docs/hardware.md): every key written, in its unit,\n"
-        "each number exact. Save it, change what differs, and name the file in a recipe\n"
-        "([cluster] hardware = \"my-gpu.toml\"); or write only what differs, starting from this one:\n\n"
+        "paraplan hardware list | show NAME|FILE [options]",
+        "List the hardware profiles (peaks, memory, interconnect tiers), or print one, bundled\n"
+        "(h100-sxm, b200, ...), installed or a TOML file, in the format of TOML profiles\n"
+        "(docs/hardware.md): every key written, in its unit, each number exact. Save it, change what\n"
+        "differs, and name the file in a recipe ([cluster] hardware = \"my-gpu.toml\"); or write only\n"
+        "what differs, starting from this one:\n\n"
         "  name = \"h100-ib200\"\n"
         "  base = \"h100-sxm\"\n"
         "  [[tiers]]\n"
@@ -177,11 +224,15 @@ int run_hardware_command(const std::vector<std::string>& arguments) {
   }
   configure_logging(common);
   if (toml_only && common.json) throw UsageError("--toml and --json: choose one");
+  if (action == "list") {
+    if (!name.empty()) throw UsageError("'hardware list' takes no argument, got '" + name + "'");
+    return list_hardware(common);
+  }
   if (action == "show") {
     if (name.empty()) throw UsageError("'hardware show' needs a hardware NAME or a profile FILE");
     return show_hardware(common, name);
   }
-  throw UsageError("unknown action '" + action + "' for 'hardware'; use 'show NAME|FILE'");
+  throw UsageError("unknown action '" + action + "' for 'hardware'; use 'list' or 'show NAME|FILE'");
 }
 
 }  // namespace paraplan::host

@@ -200,7 +200,18 @@ TEST(HardwareShow, TheCommandPrintsTomlOrJsonAndExplainsItsErrors) {
   EXPECT_EQ(unknown.exit_code, 3);
   EXPECT_NE(unknown.err.find("no hardware plugin named 'H100'"), std::string::npos) << unknown.err;
   EXPECT_EQ(test::run_command({"hardware"}).exit_code, 2);
-  EXPECT_EQ(test::run_command({"hardware", "list"}).exit_code, 2);
+  EXPECT_EQ(test::run_command({"hardware", "frobnicate"}).exit_code, 2);
+  // The list: every bundled GPU with its datasheet peak (H100: 989 dense bf16 TFLOP/s).
+  const test::CommandRun list = test::run_command({"hardware", "list", "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  bool h100 = false;
+  const nlohmann::json listed = nlohmann::json::parse(list.out);
+  for (const auto& row : listed["hardware"])
+    if (row["name"] == "h100-sxm") {
+      h100 = true;
+      EXPECT_NEAR(row["bf16_flops"].get<double>(), 989.4e12, 1e9);
+    }
+  EXPECT_TRUE(h100);
 }
 
 }  // namespace
