@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "host/core/toml_quote.h"
 #include "paraplan/sdk.hpp"
 
 namespace paraplan::host {
@@ -27,24 +28,6 @@ std::string number(double value, double scale = 1.0) {
   std::array<char, 64> buffer{};
   const auto [end, error] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value / scale);
   return error == std::errc{} ? std::string(buffer.data(), end) : std::string("nan");
-}
-
-// A TOML basic string: quotes, backslashes and control characters escaped.
-std::string quoted(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 template <size_t N>
@@ -73,7 +56,7 @@ void line(std::string& out, std::string_view key, const std::string& value, std:
 std::string profile_toml(const pp_hardware_profile& profile) {
   constexpr double kTera = 1e12, kGiga = 1e9, kMicro = 1e-6;
   std::string out;
-  line(out, "name", quoted(field(profile.name)), "");
+  line(out, "name", toml_quoted(field(profile.name)), "");
   line(out, "gpus_per_node", std::to_string(profile.gpus_per_node), "");
   out += "\n[compute]                               # dense TFLOP/s per GPU; 0: no such tensor cores\n";
   const std::pair<const char*, double> peaks[] = {
@@ -109,7 +92,7 @@ std::string profile_toml(const pp_hardware_profile& profile) {
   for (uint32_t index = 0; index < profile.tier_count && index < PP_MAX_TIERS; ++index) {
     const pp_tier& tier = profile.tiers[index];
     out += "\n[[tiers]]\n";
-    line(out, "name", quoted(field(tier.name)), "");
+    line(out, "name", toml_quoted(field(tier.name)), "");
     line(out, "domain_size", std::to_string(tier.domain_size), tier.domain_size == 0 ? "unbounded: the scale-out network" : "GPUs");
     line(out, "bandwidth_gb_s", number(tier.bandwidth_bytes_per_s, kGiga), "GB/s per GPU and direction");
     line(out, "latency_us", number(tier.latency_s, kMicro), "per message");

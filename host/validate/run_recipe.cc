@@ -6,29 +6,12 @@
 #include <sstream>
 
 #include "host/core/errors.h"
+#include "host/core/toml_quote.h"
 #include "host/recipe/recipe_reader.h"
 #include "paraplan/names.h"
 
 namespace paraplan::host {
 namespace {
-
-// A TOML basic string: quotes, backslashes and control characters escaped.
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      char escape[8];
-      std::snprintf(escape, sizeof(escape), "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-      out += escape;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 // The product, or INT64_MAX where it would overflow (a CSV's degrees have no upper bound).
 int64_t saturating_product(std::initializer_list<int64_t> factors) {
@@ -78,7 +61,7 @@ void check_expressible(const MeasuredRun& run) {
 // TOML array of strings.
 std::string string_array(const std::vector<std::string>& items) {
   std::string out = "[";
-  for (const std::string& item : items) out += (out.size() > 1 ? ", " : "") + quoted(item);
+  for (const std::string& item : items) out += (out.size() > 1 ? ", " : "") + toml_quoted(item);
   return out + "]";
 }
 
@@ -92,7 +75,7 @@ class RecipeText {
     if (value) integer(key, *value);
   }
   void boolean(const char* key, bool value) { raw(key, value ? "true" : "false"); }
-  void string(const char* key, const std::string& value) { raw(key, quoted(value)); }
+  void string(const char* key, const std::string& value) { raw(key, toml_quoted(value)); }
   void optional_string(const char* key, const std::optional<std::string>& value) {
     if (value) string(key, *value);
   }
