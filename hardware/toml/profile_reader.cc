@@ -333,25 +333,26 @@ pp_hardware_profile parse_toml_profile(std::string_view document, const std::str
   // `base = "NAME"`: the named profile, as paraplan wrote it (base_document), under this file's keys.
   if (auto found = root.find("base"); found != root.end()) {
     const Location where = location_of(found->first.source());
-    const toml::value<std::string>* name = found->second.as_string();
-    if (!name) file.fail(where, "base", "must be a string, the name of a hardware plugin (paraplan hardware show NAME)");
+    const toml::value<std::string>* named = found->second.as_string();
+    if (!named) file.fail(where, "base", "must be a string, the name of a hardware plugin (paraplan hardware show NAME)");
+    const std::string base_name = named->get();  // a copy: the key is erased below
     if (base_document.empty())
-      file.fail(where, "base", "names profile '" + name->get() +
+      file.fail(where, "base", "names profile '" + base_name +
                                    "', which paraplan supplies when a recipe names this file; the plugin was given none");
-    const std::string marker = "<base profile '" + name->get() + "'>";
+    const std::string marker = "<base profile '" + base_name + "'>";
     toml::table merged;
     try {
       merged = toml::parse(base_document, marker);
     } catch (const toml::parse_error& error) {
-      file.fail(where, "base", "profile '" + name->get() + "' could not be read back: " + std::string(error.description()));
+      file.fail(where, "base", "profile '" + base_name + "' could not be read back: " + std::string(error.description()));
     }
     if (!root.contains("name"))
-      file.fail(where, "base", "a profile based on '" + name->get() +
+      file.fail(where, "base", "a profile based on '" + base_name +
                                    "' needs a name of its own (name = \"...\"), so that reports tell the two apart");
     root.erase("base");
     overlay(merged, root);
     root = std::move(merged);
-    file.set_base(name->get(), marker, where);
+    file.set_base(base_name, marker, where);
   }
 
   TableReader top(file, root, "",
