@@ -54,6 +54,18 @@ void parse_arguments(const std::vector<std::string>& arguments, const po::option
   }
 }
 
+void parse_action_command(const std::vector<std::string>& arguments, const po::options_description& options,
+                          std::string& action, std::string& name) {
+  po::options_description hidden;
+  hidden.add_options()("action", po::value(&action))("name", po::value(&name));
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description positional;
+  positional.add("action", 1).add("name", 1);
+  po::variables_map variables;
+  parse_arguments(arguments, all, positional, variables);
+}
+
 void parse_recipe_command(const std::vector<std::string>& arguments, po::options_description& options,
                           CommonOptions& common, std::string& recipe_file, std::vector<std::string>& overrides) {
   options.add_options()("set", po::value(&overrides)->composing()->value_name("KEY=VALUE"),

@@ -30,6 +30,12 @@ void parse_arguments(const std::vector<std::string>& arguments,
                      const boost::program_options::positional_options_description& positional,
                      boost::program_options::variables_map& variables);
 
+// The command line of a command with actions (`plugins describe NAME`, `hardware show NAME`):
+// `options`, then the action and its one argument as positionals ("" when not given).
+void parse_action_command(const std::vector<std::string>& arguments,
+                          const boost::program_options::options_description& options, std::string& action,
+                          std::string& name);
+
 // The command line of a command that reads one recipe (evaluate, search, advise): the command's
 // `options`, then --set KEY=VALUE (recipe_overrides.h) into `overrides` and the common options
 // (both appended to `options`, so its help lists them), and the positional RECIPE.

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -26,7 +25,7 @@ namespace po = boost::program_options;
 namespace paraplan::host {
 namespace {
 
-nlohmann::ordered_json profile_json(const pp_hardware_profile& profile, bool own_functions) {
+nlohmann::ordered_json profile_json(const pp_hardware_profile& profile, bool own_functions, const std::string& text) {
   nlohmann::ordered_json peaks = {{"fp32", profile.peak_flops[PP_DTYPE_FP32]}, {"tf32", profile.peak_flops[PP_DTYPE_TF32]},
                                   {"bf16", profile.peak_flops[PP_DTYPE_BF16]}, {"fp16", profile.peak_flops[PP_DTYPE_FP16]},
                                   {"fp8", profile.peak_flops[PP_DTYPE_FP8]},   {"mxfp8", profile.peak_flops_mxfp8},
@@ -58,46 +57,25 @@ nlohmann::ordered_json profile_json(const pp_hardware_profile& profile, bool own
                                {"latency_s", tier.latency_s},
                                {"efficiency", tier.efficiency}});
   }
-  report["toml"] = profile_toml(profile);
+  report["toml"] = text;
   return report;
 }
 
 // Why the printed profile would not read back as this profile ("" when it does): the text is
-// read by the `toml` plugin, as a recipe naming it would, and compared field by field. A plugin
+// read by the `toml` plugin, as a recipe naming it would, and written again. A plugin
 // may describe what the format cannot say (no fp32 peak, a figure outside its ranges).
-std::string read_back_problem(const pp_hardware_profile& profile, const PluginCatalog& catalog) {
+std::string read_back_problem(const std::string& text, const PluginCatalog& catalog) {
   // In a directory of its own (mode 0700), which nobody else may write to.
   std::string pattern = (std::filesystem::temp_directory_path() / "paraplan_hardware_show_XXXXXX").string();
   if (!::mkdtemp(pattern.data())) return "no temporary directory to read it back from";
   const std::filesystem::path directory = pattern, file = directory / "profile.toml";
-  std::ofstream(file) << profile_toml(profile);
+  std::ofstream(file) << text;
   std::string problem;
   try {
+    // The writer prints every field in digits that read back to the same double, so equal texts
+    // are equal profiles.
     const pp_hardware_profile read = open_hardware("", file.string(), "the printed profile", catalog)->profile();
-    const pp_hardware_profile& shown = profile;
-    bool same = std::strcmp(read.name, shown.name) == 0 && read.tier_count == shown.tier_count;
-    for (int dtype = 0; dtype < PP_DTYPE_COUNT; ++dtype) same = same && read.peak_flops[dtype] == shown.peak_flops[dtype];
-    const double pairs[][2] = {{read.peak_flops_mxfp8, shown.peak_flops_mxfp8}, {read.peak_flops_nvfp4, shown.peak_flops_nvfp4},
-                               {read.memory_bytes, shown.memory_bytes},
-                               {read.memory_bandwidth_bytes_per_s, shown.memory_bandwidth_bytes_per_s},
-                               {read.memory_efficiency, shown.memory_efficiency},
-                               {static_cast<double>(read.gpus_per_node), static_cast<double>(shown.gpus_per_node)},
-                               {read.gemm_efficiency_max, shown.gemm_efficiency_max},
-                               {read.gemm_half_efficiency_flops, shown.gemm_half_efficiency_flops},
-                               {read.gemm_efficiency_max_fp8, shown.gemm_efficiency_max_fp8},
-                               {read.attention_efficiency, shown.attention_efficiency},
-                               {read.attention_efficiency_flash2, shown.attention_efficiency_flash2},
-                               {read.host_link_bandwidth_bytes_per_s, shown.host_link_bandwidth_bytes_per_s},
-                               {read.host_op_overhead_s, shown.host_op_overhead_s},
-                               {read.overlap_compute_slowdown, shown.overlap_compute_slowdown},
-                               {read.speed_variation, shown.speed_variation}};
-    for (const auto& pair : pairs) same = same && pair[0] == pair[1];
-    for (uint32_t i = 0; same && i < read.tier_count && i < PP_MAX_TIERS; ++i) {
-      const pp_tier &a = read.tiers[i], &b = shown.tiers[i];
-      same = std::strcmp(a.name, b.name) == 0 && a.domain_size == b.domain_size &&
-             a.bandwidth_bytes_per_s == b.bandwidth_bytes_per_s && a.latency_s == b.latency_s && a.efficiency == b.efficiency;
-    }
-    if (!same) problem = "it reads back as a different profile";
+    if (profile_toml(read) != text) problem = "it reads back as a different profile";
   } catch (const HostError& failure) {
     // The message names the temporary file; its key and reason are what matters.
     problem = failure.what();
@@ -120,9 +98,10 @@ int show_hardware(const CommonOptions& common, const std::string& hardware) {
                     "hardware '" + hardware + "'", catalog);
   const pp_hardware_v1& functions = *binding->instance().metadata().hardware;
   const bool own_functions = functions.gemm_time || functions.collective_time;
-  const std::string problem = read_back_problem(binding->profile(), catalog);
+  const std::string text = profile_toml(binding->profile());
+  const std::string problem = read_back_problem(text, catalog);
   if (common.json) {
-    nlohmann::ordered_json report = profile_json(binding->profile(), own_functions);
+    nlohmann::ordered_json report = profile_json(binding->profile(), own_functions, text);
     report["reads_back"] = problem.empty();
     if (!problem.empty()) report["read_back_problem"] = problem;
     report_stream() << dump_json(report) << "\n";
@@ -131,7 +110,7 @@ int show_hardware(const CommonOptions& common, const std::string& hardware) {
       report_stream() << "# '" << hardware << "' prices GEMMs or collectives with functions of its own: these figures\n"
                       << "# alone, read back as a TOML profile, price them with paraplan's model instead.\n";
     if (!problem.empty()) report_stream() << "# Does not read back as this profile: " << problem << "\n";
-    report_stream() << profile_toml(binding->profile());
+    report_stream() << text;
   }
   // Nothing silently different: what the text does not carry is said on stderr too.
   if (own_functions)
@@ -194,14 +173,7 @@ int run_hardware_command(const std::vector<std::string>& arguments) {
   bool toml_only = false;
   po::options_description options = common_options(common, /*with_json=*/true);
   options.add_options()("toml", po::bool_switch(&toml_only), "print the profile as TOML (the default)");
-  po::options_description hidden;
-  hidden.add_options()("action", po::value(&action))("name", po::value(&name));
-  po::options_description all;
-  all.add(options).add(hidden);
-  po::positional_options_description positional;
-  positional.add("action", 1).add("name", 1);
-  po::variables_map variables;
-  parse_arguments(arguments, all, positional, variables);
+  parse_action_command(arguments, options, action, name);
   if (common.help || action.empty()) {
     print_command_help(
         "paraplan hardware list | show NAME|FILE [options]",

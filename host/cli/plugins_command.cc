@@ -176,14 +176,7 @@ int run_plugins_command(const std::vector<std::string>& arguments) {
   CommonOptions common;
   std::string action, name;
   po::options_description options = common_options(common, /*with_json=*/true);
-  po::options_description hidden;
-  hidden.add_options()("action", po::value(&action))("name", po::value(&name));
-  po::options_description all;
-  all.add(options).add(hidden);
-  po::positional_options_description positional;
-  positional.add("action", 1).add("name", 1);
-  po::variables_map variables;
-  parse_arguments(arguments, all, positional, variables);
+  parse_action_command(arguments, options, action, name);
   if (common.help || action.empty()) {
     print_command_help("paraplan plugins list|describe NAME|check FILE [options]",
                        "List the plugins found on the search path, describe one plugin and the recipe keys it\n"

@@ -20,15 +20,11 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return previous[b.size()];
 }
 
-namespace {
-
 std::string lowercase(std::string_view text) {
   std::string lower(text);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return lower;
 }
-
-}  // namespace
 
 std::string closest_match(std::string_view typed, const std::vector<std::string>& candidates) {
   // Case is no evidence either way: "H100" is compared as "h100".

@@ -10,7 +10,10 @@ namespace paraplan::host {
 // Levenshtein distance (insertions, deletions, substitutions each cost 1).
 size_t edit_distance(std::string_view a, std::string_view b);
 
-// The candidate closest to `word`, or "" when none is close enough to be a plausible typo.
+// `text` in lower case (ASCII): names compared without regard to case.
+std::string lowercase(std::string_view text);
+
+// The candidate closest to `word` (case aside), or "" when none is close enough to be a plausible typo.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 // " (did you mean 'x'?)" or "" — ready to append to an error message.

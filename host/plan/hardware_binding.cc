@@ -1,7 +1,6 @@
 #include "host/plan/hardware_binding.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +10,7 @@
 
 #include "paraplan/cost_model.hpp"
 
+#include "host/core/edit_distance.h"
 #include "host/core/errors.h"
 #include "host/model/precision_names.h"
 #include "host/plan/workload_builder.h"
@@ -165,10 +165,7 @@ std::unique_ptr<HardwareBinding> open_hardware(const std::string& hardware, cons
   if (!from_file) {
     std::vector<std::string> same;
     for (const std::string& candidate : catalog.names_of_kind(PP_KIND_HARDWARE))
-      if (candidate.size() == name.size() &&
-          std::equal(candidate.begin(), candidate.end(), name.begin(),
-                     [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b)); }))
-        same.push_back(candidate);
+      if (lowercase(candidate) == lowercase(name)) same.push_back(candidate);
     if (same.size() == 1) name = same.front();
   }
   const LoadedPlugin* plugin = nullptr;

@@ -186,6 +186,15 @@ uint32_t Plan::inferred_kind(uint32_t index) const {
   return PP_EVERY_LAYER_KIND;
 }
 
+Plan::ChangeMark Plan::changes_since(size_t mark) const {
+  ChangeMark since{0, SIZE_MAX, SIZE_MAX};
+  for (size_t i = mark; i < marks_.size(); ++i) {
+    since.first_op = std::min(since.first_op, marks_[i].first_op);
+    since.first_memory = std::min(since.first_memory, marks_[i].first_memory);
+  }
+  return since;
+}
+
 void Plan::mark(State& state) {
   state.mark = marks_.size();
   state.mark_id = next_mark_id_++;
@@ -207,28 +216,19 @@ void Plan::save(State& state) {
   // Saved again over an outstanding snapshot: the edits since then still count for the states
   // saved before it, so they fold into the mark before its own.
   if (at < marks_.size() && marks_[at].id == id) {
-    size_t first_op = SIZE_MAX, first_memory = SIZE_MAX;
-    for (size_t i = at; i < marks_.size(); ++i) {
-      first_op = std::min(first_op, marks_[i].first_op);
-      first_memory = std::min(first_memory, marks_[i].first_memory);
-    }
+    const ChangeMark since = changes_since(at);
     marks_.resize(at);
-    changed_op(first_op);
-    changed_memory(first_memory);
+    changed_op(since.first_op);
+    changed_memory(since.first_memory);
   }
   mark(state);
 }
 
 void Plan::restore(State& state) {
   const bool outstanding = state.mark < marks_.size() && marks_[state.mark].id == state.mark_id;
-  size_t first_op = 0, first_memory = 0;
-  if (outstanding) {
-    first_op = first_memory = SIZE_MAX;
-    for (size_t i = state.mark; i < marks_.size(); ++i) {
-      first_op = std::min(first_op, marks_[i].first_op);
-      first_memory = std::min(first_memory, marks_[i].first_memory);
-    }
-  }
+  // Not outstanding: everything may differ, so everything is copied.
+  const ChangeMark since = outstanding ? changes_since(state.mark) : ChangeMark{0, 0, 0};
+  const size_t first_op = since.first_op, first_memory = since.first_memory;
   // Only what changed since the state was marked: the prefix before it is equal.
   const auto copy_from = [](auto& into, const auto& from, size_t first) {
     first = std::min(first, from.size());

@@ -140,6 +140,7 @@ class Plan {
     changed_memory(0);
   }
   void mark(State& state);  // state_ equals `state` now
+  ChangeMark changes_since(size_t mark) const;  // the lowest indices edited since marks_[mark]
 
   LayerStack stack_;
   pp_model model_;

@@ -135,9 +135,7 @@ class TableReader {
     std::vector<int64_t> values;
     for (const toml::node* item : items) {
       std::optional<int64_t> value = item->value_exact<int64_t>();
-      const std::optional<std::string> text = item->value_exact<std::string>();
-      if (!value && text && !text->empty() && std::isdigit(static_cast<unsigned char>(text->front())))
-        value = integer_of(*item, key);  // a size ("16K")
+      if (!value && size_text(*item)) value = integer_of(*item, key);
       if (!value) fail(item, key, "expected an integer, an array of integers or \"auto\", got " + toml_type_name(*item));
       check_bound(item, key, *value, bound);
       values.push_back(*value);
@@ -190,17 +188,22 @@ class TableReader {
   }
 
  private:
+  // Whether a string may be a size ("16K"): it starts like a number; "eight" is a string where an
+  // integer goes.
+  static bool size_text(const toml::node& node) {
+    const std::optional<std::string> text = node.value_exact<std::string>();
+    return text && !text->empty() && std::isdigit(static_cast<unsigned char>(text->front()));
+  }
+
   // An integer, or a size with a binary suffix as people write them: "8K" = 8192 tokens, "4M" =
   // 4,194,304, "16K" GPUs (K, M, G, T: powers of 1024; a fraction must come out whole: "1.5K").
   std::optional<int64_t> integer_of(const toml::node& node, const std::string& key) {
     if (auto value = node.value_exact<int64_t>()) return value;
+    if (!size_text(node)) fail(&node, key, "expected an integer, got " + toml_type_name(node));
     const std::optional<std::string> text = node.value_exact<std::string>();
-    // Only what starts like a number can be a size; "eight" is a string where an integer goes.
-    if (!text || text->empty() || !std::isdigit(static_cast<unsigned char>(text->front())))
-      fail(&node, key, "expected an integer, got " + toml_type_name(node));
     static const std::string kSuffixes = "KMGT";
-    const size_t suffix = text->empty() ? std::string::npos : kSuffixes.find(static_cast<char>(std::toupper(static_cast<unsigned char>(text->back()))));
-    const std::string digits = text->substr(0, text->empty() ? 0 : text->size() - 1);
+    const size_t suffix = kSuffixes.find(static_cast<char>(std::toupper(static_cast<unsigned char>(text->back()))));
+    const std::string digits = text->substr(0, text->size() - 1);
     char* end = nullptr;
     const double mantissa = suffix == std::string::npos || digits.empty() || digits.find_first_not_of("0123456789.") != std::string::npos
                                 ? -1.0

@@ -178,6 +178,23 @@ inline double gpu_time(const PlanView& plan, const pp_hardware_binding_v1& hardw
   return holds_compute_stream(op) ? op.repeat * cost::op_time(plan, hardware, op, strides) : 0.0;
 }
 
+// Whether a layer of `share` runs an op that runs on `runs_on` (PlanView::op_share).
+inline bool runs_in_share(LayerShare share, LayerShare runs_on) {
+  return share == LayerShare::kAll || runs_on == LayerShare::kAll || runs_on == share;
+}
+
+// Op `index` of the plan as the host issues it and the GPU runs it (`gpu_s` on the compute stream).
+inline IssuedOp issued_op(const pp_hardware_profile& profile, uint32_t modules, const pp_op& op, size_t index,
+                          double gpu_s, LayerBlocks blocks) {
+  IssuedOp issued;
+  issued.host_s = issue_time(profile, modules, op, blocks);
+  issued.gpu_s = gpu_s;
+  issued.sync = is_named(op.name, PP_OP_HOST_SYNC);
+  issued.index = static_cast<uint32_t>(index);
+  issued.communicates = op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV;
+  return issued;
+}
+
 // The ops one layer of `kind` runs in `phase` (FORWARD, BACKWARD or RECOMPUTE), in plan order,
 // each op's time on the compute stream given by `gpu_seconds(index)` (an executor that has
 // priced its ops already passes its table). `share`: a layer among its chunk's first ones set
@@ -191,16 +208,8 @@ std::vector<IssuedOp> layer_pass(const PlanView& plan, const pp_hardware_profile
   std::vector<IssuedOp> ops;
   for (size_t i = 0; i < plan.ops().size(); ++i) {
     const pp_op& op = plan.ops()[i];
-    if (op.phase != phase || !in_layer(plan, i, kind)) continue;
-    const LayerShare runs_on = plan.op_share(i);
-    if (share != LayerShare::kAll && runs_on != LayerShare::kAll && runs_on != share) continue;
-    IssuedOp issued;
-    issued.host_s = issue_time(profile, modules, op, blocks);
-    issued.gpu_s = gpu_seconds(i);
-    issued.sync = is_named(op.name, PP_OP_HOST_SYNC);
-    issued.index = static_cast<uint32_t>(i);
-    issued.communicates = op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV;
-    ops.push_back(issued);
+    if (op.phase != phase || !in_layer(plan, i, kind) || !runs_in_share(share, plan.op_share(i))) continue;
+    ops.push_back(issued_op(profile, modules, op, i, gpu_seconds(i), blocks));
   }
   return ops;
 }
@@ -241,15 +250,9 @@ std::vector<LayerPass> every_layer_pass(const PlanView& plan, const pp_hardware_
     const LayerShare runs_on = plan.op_share(i);
     for (size_t k = 0; k < kinds; ++k) {
       if (of != kind_at(k) && of != PP_EVERY_LAYER_KIND) continue;  // in_layer
-      IssuedOp issued;
-      issued.host_s = issue_time(profile, modules, op, blocks[k]);
-      issued.gpu_s = gpu_seconds(i);
-      issued.sync = is_named(op.name, PP_OP_HOST_SYNC);
-      issued.index = static_cast<uint32_t>(i);
-      issued.communicates = op.kind == PP_OP_COLLECTIVE || op.kind == PP_OP_SEND_RECV;
+      const IssuedOp issued = issued_op(profile, modules, op, i, gpu_seconds(i), blocks[k]);
       for (size_t s = 0; s < shares.size(); ++s)
-        if (shares[s] == LayerShare::kAll || runs_on == LayerShare::kAll || runs_on == shares[s])
-          passes[(k * shares.size() + s) * 3 + phase].ops.push_back(issued);
+        if (runs_in_share(shares[s], runs_on)) passes[(k * shares.size() + s) * 3 + phase].ops.push_back(issued);
     }
   }
   std::erase_if(passes, [](const LayerPass& pass) { return pass.ops.empty(); });
