@@ -27,6 +27,7 @@ int run_search_command(const std::vector<std::string>& arguments);
 int run_advise_command(const std::vector<std::string>& arguments);
 int run_validate_command(const std::vector<std::string>& arguments);
 int run_hardware_command(const std::vector<std::string>& arguments);
+int run_recipes_command(const std::vector<std::string>& arguments);
 
 // Every command, in the order `paraplan --help` lists them.
 const std::vector<Command>& all_commands();

@@ -11,6 +11,7 @@ namespace paraplan::host {
 
 const std::vector<Command>& all_commands() {
   static const std::vector<Command> commands = {
+      {"recipes", "list the shipped recipes (and measured runs), which commands take by name", &run_recipes_command},
       {"plugins", "list the installed plugins, or describe one and its recipe keys", &run_plugins_command},
       {"evaluate", "evaluate a recipe's plan: memory, communication, step time, MFU", &run_evaluate_command},
       {"simulate", "simulate one step event by event: pipeline schedule, overlap, stragglers; Chrome trace",

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "host/recipe/shipped_files.h"
 #include "host/cli/command.h"
 #include "host/cli/common_options.h"
 #include "host/core/errors.h"
@@ -53,7 +54,7 @@ int run_validate_command(const std::vector<std::string>& arguments) {
   parse_arguments(arguments, all, positional, variables);
   if (common.help || files.empty()) {
     print_command_help(
-        "paraplan validate FILE.csv... [options]",
+        "paraplan validate FILE.csv|NAME... [options]",
         "Predicts measured training runs and reports the error. Each CSV row is one run (the columns of\n"
         "recipes/validation/published.csv): its model, cluster, published parallelism and the measured\n"
         "iteration_s or tokens_per_s_per_gpu. The row becomes a search recipe that pins everything\n"
@@ -71,7 +72,9 @@ int run_validate_command(const std::vector<std::string>& arguments) {
         "Exit codes: 0 at least one row was evaluated (and the MAPE is within --fail-above); 1 no row could\n"
         "be evaluated, or the MAPE exceeds --fail-above; 2 usage error; 3 input error (a missing file, a\n"
         "malformed CSV: the message names the file, line and column); 4 internal error.\n\n"
-        "Example:\n  paraplan validate recipes/validation/published.csv --plot validation.svg\n");
+        "A NAME is a shipped data set (`paraplan recipes --data` lists them), found from any directory.\n\n"
+        "Examples:\n  paraplan validate recipes/validation/published.csv --plot validation.svg\n"
+        "  paraplan validate published modern --json\n");
     return common.help ? kExitOk : kExitUsage;
   }
   if (variables.count("fail-above")) checked_number("fail-above", fail_above, 0, 1e6);
@@ -79,7 +82,8 @@ int run_validate_command(const std::vector<std::string>& arguments) {
   configure_logging(common);
 
   std::vector<MeasuredRun> runs;
-  for (const std::string& file : files) {
+  for (std::string& file : files) {
+    file = resolve_shipped_file(file, ShippedKind::kMeasuredRuns).string();
     std::vector<MeasuredRun> read = read_measured_runs(file);
     runs.insert(runs.end(), read.begin(), read.end());
   }

@@ -35,9 +35,9 @@ std::vector<std::filesystem::path> model_preset_directories(const std::filesyste
   }
   std::filesystem::path executable = current_executable();
   if (!executable.empty())
-    directories.push_back(executable.parent_path().parent_path() / "share" / "paraplan" / "models");
-#ifdef PARAPLAN_SOURCE_MODELS_DIR
-  directories.emplace_back(PARAPLAN_SOURCE_MODELS_DIR);
+    directories.push_back(executable.parent_path().parent_path() / "share" / "paraplan" / "recipes" / "models");
+#ifdef PARAPLAN_SOURCE_RECIPES_DIR
+  directories.push_back(std::filesystem::path(PARAPLAN_SOURCE_RECIPES_DIR) / "models");
 #endif
   return directories;
 }

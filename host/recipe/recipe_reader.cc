@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
 #include "host/core/joined.h"
@@ -17,6 +19,7 @@
 #include "host/recipe/input_file.h"
 #include "host/recipe/recipe_limits.h"
 #include "host/recipe/recipe_overrides.h"
+#include "host/recipe/shipped_files.h"
 #include "host/recipe/source_location.h"
 #include "paraplan/host_issue.hpp"
 #include "paraplan/sdk.hpp"
@@ -284,6 +287,7 @@ toml::table read_model_preset(const toml::table* recipe_model, const std::string
     if (!preset_file)
       reader.fail(recipe_model->get("preset"), "preset",
                   "no model preset '" + *preset + "'" + did_you_mean(*preset, list_model_presets(directories)));
+    spdlog::info("model preset '{}': {}", *preset, preset_file->string());
     preset_table = read_toml_file(*preset_file, "model preset");
     TableReader preset_reader(&preset_table, "", preset_file->string());
     preset_reader.string("description");
@@ -641,7 +645,8 @@ std::unique_ptr<Recipe> build_recipe(toml::table document, const std::string& fi
 
 }  // namespace
 
-std::unique_ptr<Recipe> read_recipe(const std::filesystem::path& file, const RecipeReaderOptions& options) {
+std::unique_ptr<Recipe> read_recipe(const std::filesystem::path& file_or_name, const RecipeReaderOptions& options) {
+  const std::filesystem::path file = resolve_shipped_file(file_or_name.string(), ShippedKind::kRecipe);
   return build_recipe(read_toml_file(file, "recipe"), file.string(), options);
 }
 

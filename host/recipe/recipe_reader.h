@@ -21,7 +21,9 @@ struct RecipeReaderOptions {
   bool search = false;
 };
 
-std::unique_ptr<Recipe> read_recipe(const std::filesystem::path& file, const RecipeReaderOptions& options = {});
+// `file_or_name` is a recipe file or, when no such file exists, a shipped recipe's name
+// (shipped_files.h: `paraplan evaluate seed1-llama2-70b-4k-64xh100` from any directory).
+std::unique_ptr<Recipe> read_recipe(const std::filesystem::path& file_or_name, const RecipeReaderOptions& options = {});
 std::unique_ptr<Recipe> parse_recipe(std::string_view text, const std::string& file_name,
                                      const RecipeReaderOptions& options = {});
 

@@ -91,6 +91,39 @@ TEST(CommandLine, InputErrorsExitWithThree) {
   EXPECT_EQ(missing.err, "paraplan: error: /nonexistent.toml: cannot open file (No such file or directory)\n");
 }
 
+// Shipped recipes by name (host/recipe/shipped_files.h): its folder and name, or its name alone
+// when no other recipe has it; two recipes of one name must be told apart, and a near miss is named.
+TEST(CommandLine, ShippedRecipesAreTakenByName) {
+  CommandRun by_stem = run({"evaluate", "seed1-llama2-70b-4k-64xh100", "--json"});
+  ASSERT_EQ(by_stem.exit_code, 0) << by_stem.err;
+  CommandRun by_name = run({"evaluate", "scenarios/seed1-llama2-70b-4k-64xh100.toml", "--json"});
+  ASSERT_EQ(by_name.exit_code, 0) << by_name.err;
+  EXPECT_EQ(nlohmann::json::parse(by_stem.out)["plan"]["recipe"], nlohmann::json::parse(by_name.out)["plan"]["recipe"]);
+  EXPECT_TRUE(nlohmann::json::parse(by_stem.out)["plan"]["recipe"].get<std::string>().ends_with(
+      "/recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml"));
+
+  // scenarios/ and search/ both hold deepseek-v3-2048xh800.toml.
+  CommandRun ambiguous = run({"evaluate", "deepseek-v3-2048xh800"});
+  EXPECT_EQ(ambiguous.exit_code, 3);
+  EXPECT_NE(ambiguous.err.find("(scenarios/deepseek-v3-2048xh800, search/deepseek-v3-2048xh800)"), std::string::npos)
+      << ambiguous.err;
+
+  CommandRun typo = run({"evaluate", "seed1-llama2-70b-4k-64xh10"});
+  EXPECT_EQ(typo.exit_code, 3);
+  EXPECT_NE(typo.err.find("did you mean 'seed1-llama2-70b-4k-64xh100'?"), std::string::npos) << typo.err;
+
+  // A model preset is TOML but no recipe: not listed, not taken.
+  CommandRun listing = run({"recipes", "--json"});
+  ASSERT_EQ(listing.exit_code, 0) << listing.err;
+  for (const auto& recipe : nlohmann::json::parse(listing.out)["recipes"])
+    EXPECT_FALSE(recipe["name"].get<std::string>().starts_with("models/")) << recipe["name"];
+  EXPECT_EQ(run({"evaluate", "llama2-70b"}).exit_code, 3);
+
+  CommandRun data = run({"validate", "nemo-h100-fp8", "--json"});
+  ASSERT_EQ(data.exit_code, 0) << data.err;
+  EXPECT_TRUE(nlohmann::json::parse(data.out)["files"][0].get<std::string>().ends_with("/recipes/validation/nemo-h100-fp8.csv"));
+}
+
 }  // namespace
 }  // namespace paraplan::host
 
