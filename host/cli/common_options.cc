@@ -98,6 +98,11 @@ double checked_number(const std::string& option, double value, double min, doubl
   return value;
 }
 
+void add_html_option(po::options_description& options, std::string& html_file) {
+  options.add_options()("html", po::value(&html_file)->value_name("FILE.html"),
+                        "also write the report as one self-contained HTML page with its charts (opens offline)");
+}
+
 void configure_logging(const CommonOptions& options) {
   auto logger = spdlog::get("paraplan");
   if (!logger) logger = spdlog::stderr_color_mt("paraplan");

@@ -48,6 +48,9 @@ void parse_recipe_command(const std::vector<std::string>& arguments, boost::prog
 int64_t checked_integer(const std::string& option, int64_t value, int64_t min, int64_t max);
 double checked_number(const std::string& option, double value, double min, double max);
 
+// --html FILE.html, which evaluate, simulate and validate share (report/html_report.h).
+void add_html_option(boost::program_options::options_description& options, std::string& html_file);
+
 // Sets the log level (warnings by default) and sends logs to stderr, keeping stdout for reports.
 void configure_logging(const CommonOptions& options);
 

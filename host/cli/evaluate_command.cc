@@ -13,11 +13,12 @@ int run_evaluate_command(const std::vector<std::string>& arguments) {
   std::string recipe_file;
   std::string executor = "analytic";
   std::vector<std::string> overrides;
-  std::string intervals_file;
+  PlanReportOptions report_options;
   po::options_description options("Evaluate options");
   options.add_options()("executor", po::value(&executor)->value_name("NAME"),
                         "executor plugin that turns the plan into figures (default: analytic)");
-  add_intervals_option(options, intervals_file);
+  add_intervals_option(options, report_options.intervals_file);
+  add_html_option(options, report_options.html_file);
   parse_recipe_command(arguments, options, common, recipe_file, overrides);
   if (common.help || recipe_file.empty()) {
     print_command_help(
@@ -28,10 +29,11 @@ int run_evaluate_command(const std::vector<std::string>& arguments) {
         options,
         "Exit codes: 0 the plan fits; 1 the plan is invalid or does not fit in memory (the report still\n"
         "prints); 2 usage error; 3 input error (file, TOML, schema, plugin); 4 internal error.\n\n"
-        "Example:\n  paraplan evaluate recipes/llama2-7b-fsdp-64xh100.toml --json\n");
+        "Examples:\n  paraplan evaluate recipes/llama2-7b-fsdp-64xh100.toml --json\n"
+        "  paraplan evaluate seed1-llama2-70b-4k-64xh100 --html seed1.html\n");
     return common.help ? kExitOk : kExitUsage;
   }
-  return report_plan(executor, common, recipe_file, overrides, intervals_file);
+  return report_plan(executor, common, recipe_file, overrides, report_options);
 }
 
 }  // namespace paraplan::host

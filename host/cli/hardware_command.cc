@@ -15,6 +15,7 @@
 #include "host/cli/command.h"
 #include "host/cli/common_options.h"
 #include "host/core/errors.h"
+#include "host/core/temporary_directory.h"
 #include "host/plan/hardware_binding.h"
 #include "host/plan/profile_toml.h"
 #include "host/report/report_output.h"
@@ -65,10 +66,9 @@ nlohmann::ordered_json profile_json(const pp_hardware_profile& profile, bool own
 // read by the `toml` plugin, as a recipe naming it would, and written again. A plugin
 // may describe what the format cannot say (no fp32 peak, a figure outside its ranges).
 std::string read_back_problem(const std::string& text, const PluginCatalog& catalog) {
-  // In a directory of its own (mode 0700), which nobody else may write to.
-  std::string pattern = (std::filesystem::temp_directory_path() / "paraplan_hardware_show_XXXXXX").string();
-  if (!::mkdtemp(pattern.data())) return "no temporary directory to read it back from";
-  const std::filesystem::path directory = pattern, file = directory / "profile.toml";
+  const TemporaryDirectory directory("hardware_show");
+  if (directory.path().empty()) return "no temporary directory to read it back from";
+  const std::filesystem::path file = directory.path() / "profile.toml";
   std::ofstream(file) << text;
   std::string problem;
   try {
@@ -82,8 +82,6 @@ std::string read_back_problem(const std::string& text, const PluginCatalog& cata
     if (const size_t key = problem.rfind(".toml:"); key != std::string::npos)
       if (const size_t after = problem.find(": ", key + 6); after != std::string::npos) problem = problem.substr(after + 2);
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(directory, ignored);
   return problem;
 }
 

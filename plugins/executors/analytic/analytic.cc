@@ -77,8 +77,9 @@ class Analytic : public paraplan::Executor {
 
     report_memory(results, stages[fullest], totals.memory_per_gpu_bytes, profile,
                   analytic::in_flight(plan.stages()[fullest], pipeline));
-    // Stages of a layered model hold different mixes of kinds: each one's memory, row by row.
-    if (!paraplan::beyond_uniform_transformer(plan.model()).empty())
+    // Pipeline stages hold different layers (and a layered model's stages different mixes of
+    // kinds), embedding and head: each one's memory, row by row.
+    if (stages.size() > 1 || !paraplan::beyond_uniform_transformer(plan.model()).empty())
       for (size_t i = 0; i < stages.size(); ++i)
         report_stage_memory(results, plan, i, stages[i], stage_memory[i], analytic::in_flight(plan.stages()[i], pipeline));
     // Every strategy that owns an axis gets its keys, 0 when it moves nothing.

@@ -1,0 +1,303 @@
+// paraplan HTML report: draws the report embedded in this file (the JSON the command prints with
+// --json) with d3 (Debian's libjs-d3, embedded beside this script). Every chart marks its container
+// with data-drawn="<marks drawn>", and any script error is written into #paraplan-errors, so a
+// headless browser's DOM says whether the report drew (tests/cli/html_report_test.sh).
+(function () {
+  "use strict";
+
+  var errors = document.getElementById("paraplan-errors");
+  window.addEventListener("error", function (event) {
+    errors.appendChild(document.createTextNode("script error: " + event.message + "\n"));
+  });
+
+  var documentData = JSON.parse(document.getElementById("paraplan-data").textContent);
+  var report = documentData.report;
+  var root = d3.select("#paraplan-report");
+  var colors = d3.scale.category10();
+
+  // ---- units: GB and seconds, as the text reports print them ----
+  function gigabytes(bytes) { return (bytes / 1e9).toFixed(2) + " GB"; }
+  function seconds(value) {
+    if (value === 0) return "0 s";
+    if (Math.abs(value) >= 1) return value.toFixed(3) + " s";
+    if (Math.abs(value) >= 1e-3) return (value * 1e3).toFixed(3) + " ms";
+    return (value * 1e6).toFixed(1) + " µs";
+  }
+  function percent(fraction) { return (fraction * 100).toFixed(1) + " %"; }
+  function get(object, path) {
+    return path.split(".").reduce(function (node, key) { return node == null ? undefined : node[key]; }, object);
+  }
+  function flatten(object, prefix, rows) {
+    Object.keys(object || {}).forEach(function (key) {
+      var value = object[key];
+      if (value !== null && typeof value === "object" && !Array.isArray(value)) flatten(value, prefix + key + ".", rows);
+      else rows.push([prefix + key, Array.isArray(value) ? value.join(", ") : String(value)]);
+    });
+    return rows;
+  }
+
+  function section(title, note) {
+    var div = root.append("div").attr("class", "section");
+    div.append("h2").text(title);
+    if (note) div.append("p").attr("class", "note").text(note);
+    return div;
+  }
+  function chart(parent, name, width, height, margin) {
+    var container = parent.append("div").attr("class", "chart").attr("data-chart", name);
+    var svg = container.append("svg").attr("width", width).attr("height", height);
+    return { container: container, svg: svg, body: svg.append("g").attr("transform", "translate(" + margin.left + "," + margin.top + ")"),
+             width: width - margin.left - margin.right, height: height - margin.top - margin.bottom };
+  }
+  function drawn(target, marks) { target.container.attr("data-drawn", marks); }
+  function legend(parent, entries) {
+    var list = parent.append("div").attr("class", "legend");
+    entries.forEach(function (entry) {
+      var item = list.append("span").style("margin-right", "14px");
+      item.append("span").style("display", "inline-block").style("width", "10px").style("height", "10px")
+          .style("margin-right", "4px").style("background", entry.color);
+      item.append("span").text(entry.label);
+    });
+  }
+
+  // ---- the plan and its headline figures ----
+  function header() {
+    root.append("h1").text(documentData.title);
+    root.append("div").attr("class", "subtitle").text(documentData.generated_by);
+    (documentData.warnings || []).forEach(function (text) { root.append("div").attr("class", "warning").text(text); });
+  }
+
+  function headline() {
+    var figures = [
+      ["step time", report.time && seconds(report.time.step_s),
+       get(report, "uncertainty.step_s") && seconds(report.uncertainty.step_s.low) + " – " + seconds(report.uncertainty.step_s.high)],
+      ["MFU", report.throughput && percent(report.throughput.mfu),
+       get(report, "uncertainty.mfu") && percent(report.uncertainty.mfu.low) + " – " + percent(report.uncertainty.mfu.high)],
+      ["tokens/s per GPU", report.throughput && Math.round(report.throughput.tokens_per_s_per_gpu).toLocaleString("en-US"), null],
+      ["memory per GPU", report.memory && gigabytes(report.memory.per_gpu_bytes),
+       report.memory && (report.memory.fits ? "fits, " + gigabytes(report.memory.headroom_bytes) + " to spare"
+                                            : "does not fit: " + gigabytes(-report.memory.headroom_bytes) + " short")]];
+    var row = root.append("div").attr("class", "headline");
+    figures.forEach(function (figure) {
+      if (!figure[1]) return;
+      var box = row.append("div");
+      box.append("span").text(figure[0]);
+      box.append("b").text(figure[1]);
+      if (figure[2]) box.append("span").attr("class", "note").text(figure[2]);
+    });
+    if (get(report, "uncertainty.step_s"))
+      root.append("p").attr("class", "note").text(
+          "Ranges: where " + percent(report.uncertainty.coverage_fraction) + " of " + report.uncertainty.comparable_runs +
+          " measured runs of the class '" + report.uncertainty.comparable_class + "' fell against their prediction.");
+  }
+
+  function settings() {
+    var div = section("Plan and settings");
+    var table = div.append("table").attr("class", "settings");
+    flatten(report.plan, "", []).forEach(function (row) {
+      var tr = table.append("tr");
+      tr.append("td").text(row[0]);
+      tr.append("td").text(row[1]);
+    });
+  }
+
+  // ---- memory per stage against capacity ----
+  var memoryParts = ["parameters", "gradients", "optimizer", "activations", "other"];
+
+  function memoryRows() {
+    if (report.stages)
+      return Object.keys(report.stages).map(function (index) {
+        var stage = report.stages[index];
+        return { label: "stage " + index, detail: stage.layers,
+                 parts: memoryParts.map(function (part) { return { name: part, bytes: stage[part + "_bytes"] || 0 }; }) };
+      });
+    if (get(report, "memory.peak_bytes"))
+      return Object.keys(report.memory.peak_bytes).map(function (stage) {
+        return { label: stage.replace("_", " "), parts: [{ name: "peak", bytes: report.memory.peak_bytes[stage] }] };
+      });
+    return [{ label: "fullest stage",
+              parts: memoryParts.map(function (part) { return { name: part, bytes: report.memory[part + "_bytes"] || 0 }; }) }];
+  }
+
+  function memoryChart() {
+    if (!report.memory) return;
+    var rows = memoryRows();
+    var capacity = report.memory.capacity_bytes;
+    var div = section("Memory per GPU, by pipeline stage",
+        "Stacked by what holds it; the red line is the GPU's capacity (" + gigabytes(capacity) + "). " +
+        (report.stages || get(report, "memory.peak_bytes") ? "" : "This report breaks down only the fullest stage. ") +
+        (report.memory.fits ? "Margin: " + gigabytes(report.memory.headroom_bytes) + "."
+                            : "Short by " + gigabytes(-report.memory.headroom_bytes) + ": the plan does not fit."));
+    var target = chart(div, "memory", 1100, 40 + rows.length * 34, { top: 10, right: 120, bottom: 30, left: 170 });
+    var totals = rows.map(function (row) { return d3.sum(row.parts, function (part) { return part.bytes; }); });
+    var x = d3.scale.linear().domain([0, Math.max(capacity, d3.max(totals)) * 1.05]).range([0, target.width]);
+    var y = d3.scale.ordinal().domain(rows.map(function (row) { return row.label; })).rangeRoundBands([0, target.height], 0.25);
+    var names = [];
+    var marks = 0;
+    rows.forEach(function (row, index) {
+      var start = 0;
+      row.parts.forEach(function (part) {
+        if (names.indexOf(part.name) < 0) names.push(part.name);
+        target.body.append("rect").attr("x", x(start)).attr("y", y(row.label)).attr("height", y.rangeBand())
+            .attr("width", Math.max(0, x(start + part.bytes) - x(start))).attr("fill", colors(part.name))
+            .append("title").text(row.label + ": " + part.name + " " + gigabytes(part.bytes));
+        start += part.bytes;
+        marks++;
+      });
+      target.body.append("text").attr("x", x(totals[index]) + 4).attr("y", y(row.label) + y.rangeBand() / 2 + 4)
+          .text(gigabytes(totals[index]) + (row.detail ? "  " + row.detail : ""));
+    });
+    target.body.append("line").attr("x1", x(capacity)).attr("x2", x(capacity)).attr("y1", 0).attr("y2", target.height)
+        .attr("stroke", "#d62728").attr("stroke-width", 2);
+    target.body.append("g").attr("class", "axis").attr("transform", "translate(0," + target.height + ")")
+        .call(d3.svg.axis().scale(x).orient("bottom").ticks(8).tickFormat(function (v) { return v / 1e9 + " GB"; }));
+    target.body.append("g").attr("class", "axis").call(d3.svg.axis().scale(y).orient("left"));
+    legend(div, names.map(function (name) { return { label: name, color: colors(name) }; }));
+    drawn(target, marks);
+  }
+
+  // ---- where the step time goes ----
+  function timeParts() {
+    var time = report.time;
+    var parts = [{ name: "compute", seconds: time.compute_s }];
+    Object.keys(time.exposed_comm_s || {}).forEach(function (owner) {
+      if (time.exposed_comm_s[owner] > 0) parts.push({ name: "exposed " + owner + " communication", seconds: time.exposed_comm_s[owner] });
+    });
+    [["bubble_s", "pipeline bubble"], ["optimizer_s", "optimizer step"], ["host_wait_s", "host wait"],
+     ["overlap_contention_s", "overlap contention"]].forEach(function (key) {
+      if (time[key[0]] > 0) parts.push({ name: key[1], seconds: time[key[0]] });
+    });
+    var rest = time.step_s - d3.sum(parts, function (part) { return part.seconds; });
+    if (Math.abs(rest) > 0.005 * time.step_s) parts.push({ name: rest > 0 ? "not broken down" : "counted twice (overlap)", seconds: Math.abs(rest) });
+    return parts;
+  }
+
+  function timeChart() {
+    if (!report.time) return;
+    var parts = timeParts();
+    var band = get(report, "uncertainty.step_s");
+    var div = section("Where the step time goes",
+        "One optimizer step of " + seconds(report.time.step_s) + ", stacked." +
+        (band ? " The whisker is the step time's range (" + seconds(band.low) + " – " + seconds(band.high) + ")." : ""));
+    var target = chart(div, "step-time", 1100, 110, { top: 10, right: 40, bottom: 30, left: 20 });
+    var x = d3.scale.linear().domain([0, Math.max(report.time.step_s, band ? band.high : 0) * 1.05]).range([0, target.width]);
+    var start = 0;
+    parts.forEach(function (part) {
+      target.body.append("rect").attr("x", x(start)).attr("y", 10).attr("height", 40)
+          .attr("width", Math.max(0, x(start + part.seconds) - x(start))).attr("fill", colors(part.name))
+          .append("title").text(part.name + ": " + seconds(part.seconds) + " (" + percent(part.seconds / report.time.step_s) + ")");
+      start += part.seconds;
+    });
+    if (band) {
+      target.body.append("line").attr("class", "whisker").attr("x1", x(band.low)).attr("x2", x(band.high)).attr("y1", 60).attr("y2", 60)
+          .attr("stroke", "#333");
+      [band.low, band.high].forEach(function (end) {
+        target.body.append("line").attr("x1", x(end)).attr("x2", x(end)).attr("y1", 54).attr("y2", 66).attr("stroke", "#333");
+      });
+    }
+    target.body.append("g").attr("class", "axis").attr("transform", "translate(0," + target.height + ")")
+        .call(d3.svg.axis().scale(x).orient("bottom").ticks(10).tickFormat(function (v) { return seconds(v); }));
+    legend(div, parts.map(function (part) {
+      return { label: part.name + " " + seconds(part.seconds) + " (" + percent(part.seconds / report.time.step_s) + ")", color: colors(part.name) };
+    }));
+    drawn(target, parts.length);
+  }
+
+  // ---- the simulated step, event by event ----
+  function timelineChart() {
+    var trace = documentData.trace;
+    if (!trace) return;
+    var events = trace.events.filter(function (event) { return event.ph === "X"; });
+    var names = {};
+    trace.events.forEach(function (event) {
+      if (event.ph !== "M") return;
+      if (event.name === "process_name") names[event.pid] = event.args.name;
+      if (event.name === "thread_name") names[event.pid + "/" + event.tid] = event.args.name;
+    });
+    var lanes = d3.set(events.map(function (event) { return event.pid + "/" + event.tid; })).values().sort(function (a, b) {
+      var pa = a.split("/").map(Number), pb = b.split("/").map(Number);
+      return pa[0] - pb[0] || pa[1] - pb[1];
+    });
+    var div = section("Timeline of one simulated step",
+        "Each row is one stream of one rank (a pipeline stage's representative unless --ranks all). Drag to pan, " +
+        "scroll to zoom; hover a bar for its op. " + (trace.note || ""));
+    var laneHeight = 16;
+    var target = chart(div, "timeline", 1160, 50 + lanes.length * laneHeight, { top: 10, right: 20, bottom: 30, left: 260 });
+    var end = d3.max(events, function (event) { return event.ts + event.dur; }) || 1;
+    var x = d3.scale.linear().domain([0, end]).range([0, target.width]);
+    var y = d3.scale.ordinal().domain(lanes).rangeBands([0, target.height], 0.15);
+    target.svg.append("defs").append("clipPath").attr("id", "timeline-clip").append("rect")
+        .attr("width", target.width).attr("height", target.height);
+    var plot = target.body.append("g").attr("clip-path", "url(#timeline-clip)");
+    var category = d3.scale.ordinal().domain(["step", "compute", "communication"]).range(["#c7c7c7", "#1f77b4", "#ff7f0e"]);
+    var bars = plot.selectAll("rect").data(events).enter().append("rect")
+        .attr("y", function (event) { return y(event.pid + "/" + event.tid); }).attr("height", y.rangeBand())
+        .attr("fill", function (event) { return category(event.cat); });
+    bars.append("title").text(function (event) { return event.name + " — " + seconds(event.dur / 1e6); });
+    var axis = d3.svg.axis().scale(x).orient("bottom").ticks(10).tickFormat(function (us) { return seconds(us / 1e6); });
+    var axisGroup = target.body.append("g").attr("class", "axis").attr("transform", "translate(0," + target.height + ")");
+    function redraw() {
+      bars.attr("x", function (event) { return x(event.ts); })
+          .attr("width", function (event) { return Math.max(0.5, x(event.ts + event.dur) - x(event.ts)); });
+      axisGroup.call(axis);
+    }
+    target.svg.call(d3.behavior.zoom().x(x).scaleExtent([1, 1e6]).on("zoom", redraw));
+    redraw();
+    target.body.append("g").attr("class", "axis").call(d3.svg.axis().scale(y).orient("left").tickFormat(function (lane) {
+      var pid = lane.split("/")[0];
+      return (names[pid] || "rank " + pid).replace(/ \(.*$/, "") + " · " + (names[lane] || lane);
+    }));
+    legend(div, category.domain().map(function (name) { return { label: name, color: category(name) }; }));
+    drawn(target, events.length);
+  }
+
+  // ---- validate: predicted against measured ----
+  function validateCharts() {
+    var rows = (report.rows || []).filter(function (row) { return row.predicted != null && row.measured != null; });
+    var metrics = d3.set(rows.map(function (row) { return row.metric; })).values();
+    var sources = d3.set(rows.map(function (row) { return row.source; })).values();
+    var div = section("Predicted against measured",
+        report.evaluated + " runs evaluated, " + report.unevaluable + " could not be; MAPE " + report.mape_pct.toFixed(1) +
+        " %, Spearman " + (report.spearman == null ? "n/a" : report.spearman.toFixed(3)) +
+        ". The diagonal is a perfect prediction, the band ±10 %. Hover a point for its run.");
+    metrics.forEach(function (metric) {
+      var points = rows.filter(function (row) { return row.metric === metric; });
+      var target = chart(div, "validate-" + metric, 560, 460, { top: 20, right: 20, bottom: 50, left: 80 });
+      var low = d3.min(points, function (row) { return Math.min(row.measured, row.predicted); }) * 0.8;
+      var high = d3.max(points, function (row) { return Math.max(row.measured, row.predicted); }) * 1.25;
+      var x = d3.scale.log().domain([low, high]).range([0, target.width]);
+      var y = d3.scale.log().domain([low, high]).range([target.height, 0]);
+      var band = d3.svg.area().x(function (v) { return x(v); }).y0(function (v) { return y(Math.min(high, v * 1.1)); })
+          .y1(function (v) { return y(Math.max(low, v / 1.1)); });
+      var steps = d3.range(0, 101).map(function (i) { return low * Math.pow(high / low, i / 100); });
+      target.body.append("path").attr("d", band(steps)).attr("fill", "#e8e8e8");
+      target.body.append("line").attr("x1", x(low)).attr("y1", y(low)).attr("x2", x(high)).attr("y2", y(high)).attr("stroke", "#999");
+      points.forEach(function (row) {
+        target.body.append("circle").attr("cx", x(row.measured)).attr("cy", y(row.predicted)).attr("r", 4)
+            .attr("fill", colors(row.source)).attr("fill-opacity", 0.8)
+            .append("title").text(row.id + ": measured " + row.measured.toPrecision(4) + ", predicted " + row.predicted.toPrecision(4) +
+                                  " (" + (row.error_pct > 0 ? "+" : "") + row.error_pct.toFixed(1) + " %)\n" + (row.plan || ""));
+      });
+      target.body.append("g").attr("class", "axis").attr("transform", "translate(0," + target.height + ")")
+          .call(d3.svg.axis().scale(x).orient("bottom").ticks(5, ",.3r"));
+      target.body.append("g").attr("class", "axis").call(d3.svg.axis().scale(y).orient("left").ticks(5, ",.3r"));
+      target.body.append("text").attr("x", target.width / 2).attr("y", target.height + 40).attr("text-anchor", "middle")
+          .text("measured " + metric);
+      target.body.append("text").attr("transform", "rotate(-90)").attr("x", -target.height / 2).attr("y", -62)
+          .attr("text-anchor", "middle").text("predicted " + metric);
+      drawn(target, points.length);
+    });
+    legend(div, sources.map(function (source) { return { label: source, color: colors(source) }; }));
+  }
+
+  header();
+  if (documentData.kind === "validate") {
+    validateCharts();
+  } else {
+    headline();
+    settings();
+    memoryChart();
+    timeChart();
+    timelineChart();
+  }
+  document.body.setAttribute("data-report-drawn", "true");
+})();
