@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what paraplan needs to build and test from Debian 12's archive, skipping what is there.
-# Runs apt-get through sudo when not root.
+# Runs apt-get through sudo when not root. --browser adds chromium, which the HTML reports' test
+# loads them in (CI passes it; without chromium that test is skipped).
 set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config python3
@@ -10,7 +11,14 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin libopenblas-dev
   clang libclang-rt-14-dev
+  libjs-d3
 )
+if [[ ${1:-} == --browser ]]; then
+  packages+=(chromium)
+elif [[ $# -gt 0 ]]; then
+  echo "usage: $0 [--browser]" >&2
+  exit 2
+fi
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -6,6 +6,8 @@
 #include <iostream>
 
 #include "host/recipe/shipped_files.h"
+#include "host/report/html_report.h"
+#include "host/core/joined.h"
 #include "host/cli/command.h"
 #include "host/cli/common_options.h"
 #include "host/core/errors.h"
@@ -31,7 +33,7 @@ void write_file(const std::string& path, const std::string& content) {
 int run_validate_command(const std::vector<std::string>& arguments) {
   CommonOptions common;
   std::vector<std::string> files;
-  std::string plot_file, intervals_file;
+  std::string plot_file, intervals_file, html_file;
   int64_t threads = 0;
   double fail_above = -1;
   po::options_description options("Validate options");
@@ -43,6 +45,7 @@ int run_validate_command(const std::vector<std::string>& arguments) {
       "write-intervals", po::value(&intervals_file)->value_name("FILE.json"),
       "also write the prediction intervals these rows give (measured / predicted step time by comparable\n"
       "class), for evaluate, simulate and search --intervals");
+  add_html_option(options, html_file);
   options.add(common_options(common, /*with_json=*/true));
   po::options_description hidden;
   hidden.add_options()("csv", po::value(&files)->composing());
@@ -74,7 +77,8 @@ int run_validate_command(const std::vector<std::string>& arguments) {
         "malformed CSV: the message names the file, line and column); 4 internal error.\n\n"
         "A NAME is a shipped data set (`paraplan recipes --data` lists them), found from any directory.\n\n"
         "Examples:\n  paraplan validate recipes/validation/published.csv --plot validation.svg\n"
-        "  paraplan validate published modern --json\n");
+        "  paraplan validate published modern --json\n"
+        "  paraplan validate published --html validation.html\n");
     return common.help ? kExitOk : kExitUsage;
   }
   if (variables.count("fail-above")) checked_number("fail-above", fail_above, 0, 1e6);
@@ -101,6 +105,15 @@ int run_validate_command(const std::vector<std::string>& arguments) {
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 
   if (!plot_file.empty()) write_file(plot_file, scatter_plot_svg(report));
+  if (!html_file.empty()) {
+    HtmlReport page;
+    page.kind = "validate";
+    page.report = validation_json(report);
+    std::vector<std::string> names;
+    for (const std::string& file : files) names.push_back(std::filesystem::path(file).stem().string());
+    page.title = "Predicted against measured: " + joined(names, ", ");
+    write_html_report(html_file, page);
+  }
   if (!intervals_file.empty())
     write_file(intervals_file, dump_json(interval_table_json(build_interval_table(residuals, prediction_settings().executor))) + "\n");
   if (common.json)
