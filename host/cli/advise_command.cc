@@ -45,13 +45,6 @@ struct Advice {
   }
 };
 
-std::string optimum_description(const Advice& advice, const RankedPlan& plan) {
-  std::string mesh;
-  for (const std::string& axis : plan.mesh_order) mesh += (mesh.empty() ? "" : "-") + axis;
-  return describe_strategies(advice.search.space, plan) + "; micro_batch " + std::to_string(plan.micro_batch) +
-         ", recompute " + recompute_name(plan.recompute) + ", mesh " + mesh;
-}
-
 std::string step_outcome(const LadderStep& step, double usable) {
   if (!step.composed) return "skipped: " + step.skipped;
   const LadderFigures& figures = step.figures;
@@ -91,7 +84,7 @@ void write_text(std::ostream& out, const Advice& advice, double headroom) {
   out << "\nSearched optimum";
   if (const RankedPlan* best = advice.optimum()) {
     out << " (best of " << advice.search.valid_plans << " plans that fit, of " << advice.search.plans
-        << " searched): " << optimum_description(advice, *best) << "\n  "
+        << " searched): " << ranked_plan_text(advice.search.space, *best) << "\n  "
         << format_number("step time %.3f s, ", best->figures.step_s) << "MFU " << percent(best->figures.mfu) << ", "
         << format_number("%.1f tokens/s/GPU, ", best->figures.tokens_per_s_per_gpu)
         << gigabytes(best->figures.memory_per_gpu_bytes) << " per GPU\n";
@@ -166,7 +159,7 @@ nlohmann::ordered_json advice_json(const Advice& advice, double headroom) {
   json["ladder"] = std::move(ladder);
 
   if (const RankedPlan* best = advice.optimum()) {
-    json["optimum"] = {{"plan", optimum_description(advice, *best)},
+    json["optimum"] = {{"plan", ranked_plan_text(advice.search.space, *best)},
                        {"micro_batch", best->micro_batch},
                        {"recompute", recompute_name(best->recompute)},
                        {"mesh_order", best->mesh_order},

@@ -50,7 +50,7 @@ void write_plan_page(const PlanReportOptions& options, const std::string& execut
   const std::string model = page.report["plan"].value("model", "custom"), hardware = page.report["plan"].value("hardware", "");
   page.title = std::filesystem::path(recipe.file).stem().string() + ": " + model + " on " +
                std::to_string(page.report["plan"].value("num_gpus", 0)) + " x " + hardware + " (" + executor + ")";
-  if (!options.trace_file.empty()) page.trace = timeline_of(options.trace_file);
+  if (!options.trace_file.empty()) page.extras["trace"] = timeline_of(options.trace_file);
   if (does_not_fit) page.warnings.push_back("The plan does not fit in GPU memory (see the memory chart).");
   write_html_report(options.html_file, page);
 }

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "host/cli/command.h"
@@ -13,6 +14,7 @@
 #include "host/plan/hardware_binding.h"
 #include "host/recipe/recipe_overrides.h"
 #include "host/recipe/recipe_reader.h"
+#include "host/report/html_report.h"
 #include "host/report/text_report.h"
 #include "host/search/search_report.h"
 #include "host/report/report_output.h"
@@ -28,6 +30,35 @@ Objective parse_objective(const std::string& name) {
   if (name == "memory") return Objective::kMemory;
   if (name == "time-to-train") return Objective::kTimeToTrain;
   throw UsageError("--objective: '" + name + "' is not one of throughput|memory|time-to-train");
+}
+
+// The front's plans get their full reports on the page, up to this many (evenly spaced beyond).
+constexpr size_t kMostFrontReports = 60;
+
+// The page: every timed plan as step time against memory, the Pareto front with each plan's full
+// evaluate report (a click shows it), the top K and the winner's report.
+void write_search_page(const std::string& file, const SearchResult& result, const SearchReportContext& context,
+                       const nlohmann::ordered_json& json, const PluginCatalog& catalog, const HardwareBinding& hardware,
+                       const std::string& executor) {
+  HtmlReport page;
+  page.kind = "search";
+  page.report = json;
+  page.title = std::filesystem::path(context.recipe.file).stem().string() + ": search over " +
+               std::to_string(context.recipe.cluster.num_gpus) + " x " + context.hardware;
+  nlohmann::ordered_json map = search_map_json(result, context);
+  const bool walks = catalog.require(executor, PP_KIND_EXECUTOR).metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
+  const size_t front = result.front.size(), reports = std::min(front, kMostFrontReports);
+  for (size_t i = 0; i < reports; ++i) {
+    const size_t at = reports == front ? i : i * (front - 1) / (reports - 1);
+    ComposedPlan composed = compose_ranked(context.recipe, catalog, result, result.front[at], walks);
+    map["front"][at]["report"] = run_executor(executor, context.recipe, catalog, composed, hardware).to_json();
+  }
+  if (reports < front)
+    page.warnings.push_back("The Pareto front has " + std::to_string(front) + " plans; " + std::to_string(reports) +
+                            " of them, evenly spaced, carry their full report.");
+  page.extras["front"] = std::move(map["front"]);
+  page.extras["cells"] = std::move(map["cells"]);
+  write_html_report(file, page);
 }
 
 // A bar on stderr once the search has run a second, only when stderr is a terminal.
@@ -75,8 +106,9 @@ int run_search_command(const std::vector<std::string>& arguments) {
       "threads", po::value(&threads)->value_name("N")->default_value(0), "worker threads (0: every core)")(
       "executor", po::value(&executor)->value_name("NAME"), "executor plugin that prices the plans (default: analytic)")(
       "brief", po::bool_switch(&brief), "leave out the winner's full evaluate report");
-  std::string intervals_file;
+  std::string intervals_file, html_file;
   add_intervals_option(options, intervals_file);
+  add_html_option(options, html_file);
   parse_recipe_command(arguments, options, common, recipe_file, overrides);
   if (common.help || recipe_file.empty()) {
     print_command_help(
@@ -95,13 +127,15 @@ int run_search_command(const std::vector<std::string>& arguments) {
         "Exit codes: 0 plans were found; 1 no plan survives (the message names what rejected them);\n"
         "2 usage error; 3 input error (file, TOML, schema, plugin); 4 internal error.\n\n"
         "Examples:\n  paraplan search recipes/search/gpt3-175b-512xa100.toml --top 5\n"
-        "  paraplan search recipes/search/deepseek-v3-2048xh800.toml --top 5   (MoE: ep, its dispatcher and overlap)\n");
+        "  paraplan search recipes/search/deepseek-v3-2048xh800.toml --top 5   (MoE: ep, its dispatcher and overlap)\n"
+        "  paraplan search search/gpt3-175b-512xa100 --html search.html   (every timed plan: step time against memory)\n");
     return common.help ? kExitOk : kExitUsage;
   }
   settings.objective = parse_objective(objective);
   settings.executor = executor;
   settings.top = static_cast<size_t>(checked_integer("top", top, 1, 1000000));
   settings.threads = static_cast<unsigned>(checked_integer("threads", threads, 0, 1024));
+  settings.map_candidates = !html_file.empty();
   if (!(settings.memory_headroom >= 0 && settings.memory_headroom < 1))
     throw UsageError("--headroom must be in [0, 1)");
   checked_number("train-tokens", train_tokens, 1, 1e18);
@@ -141,9 +175,10 @@ int run_search_command(const std::vector<std::string>& arguments) {
   SearchReportContext context{*recipe, settings, hardware->profile().name, train_tokens};
   context.interval = applicable_interval(*interval_table_in_use, executor, plan_class);
   context.interval_coverage = interval_table_in_use->coverage;
+  nlohmann::ordered_json json = search_json(result, context);
+  if (!brief) json["winner"] = winner.to_json();
+  if (!html_file.empty()) write_search_page(html_file, result, context, json, catalog, *hardware, executor);
   if (common.json) {
-    nlohmann::ordered_json json = search_json(result, context);
-    if (!brief) json["winner"] = winner.to_json();
     report_stream() << dump_json(json) << "\n";
   } else {
     write_search_text(report_stream(), result, context);

@@ -43,7 +43,7 @@ std::string html_page(const HtmlReport& report) {
                                      {"generated_by", std::string("paraplan ") + PARAPLAN_VERSION + ", d3 " + kHtmlD3Version},
                                      {"warnings", report.warnings},
                                      {"report", report.report}};
-  if (!report.trace.is_null()) document["trace"] = report.trace;
+  for (const auto& [key, value] : report.extras.items()) document[key] = value;
   std::string page;
   page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   page += "<meta name=\"generator\" content=\"paraplan " PARAPLAN_VERSION "\">\n";

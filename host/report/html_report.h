@@ -17,7 +17,9 @@ struct HtmlReport {
   std::string kind;   // "evaluate", "simulate", "validate": which charts report.js draws
   std::string title;  // the page's heading
   nlohmann::ordered_json report;  // the command's --json report
-  nlohmann::ordered_json trace;   // simulate: {"events": [...], "note": "..."}; null otherwise
+  // What the page draws beside the report, by key: simulate's "trace" ({"events": [...], "note"}),
+  // search's "front" and "cells" (search_report.h, search_map_json).
+  nlohmann::ordered_json extras = nlohmann::ordered_json::object();
   std::vector<std::string> warnings;  // shown at the top, as on stderr
 };
 

@@ -23,6 +23,7 @@
 #include "host/core/divisors.h"
 #include "host/plan/strategy_application.h"
 #include "host/plugin/abi_history.h"
+#include "host/search/candidate_map.h"
 #include "paraplan/sdk.hpp"
 
 namespace paraplan::host {
@@ -260,6 +261,7 @@ class Worker {
   double usable_memory() const { return usable_memory_; }
 
   std::vector<RankedPlan> best;  // a heap: the worst kept plan on top
+  CandidateMap map;              // with SearchSettings::map_candidates
   std::map<std::string, Rejection> rejected;
   uint64_t valid_plans = 0, priced_plans = 0, layouts = 0, plans_done = 0;
   double smallest_rejected_memory = std::numeric_limits<double>::infinity();
@@ -512,11 +514,25 @@ class Worker {
   }
 
   void keep(const pp_plan_figures& figures, uint32_t layout, uint32_t count) {
+    if (settings_.map_candidates) map.offer(figures, ordinal_, [&] { return ranked(figures, layout, count); });
     RankOrder order{settings_.objective};
     RankedPlan candidate;
     candidate.figures = figures;
     candidate.index = ordinal_;
     if (best.size() >= settings_.top && !order(candidate, best.front())) return;
+    best.push_back(ranked(figures, layout, count));
+    std::push_heap(best.begin(), best.end(), order);
+    if (best.size() > settings_.top) {
+      std::pop_heap(best.begin(), best.end(), order);
+      best.pop_back();
+    }
+  }
+
+  // The plan being priced, with what it takes to build it again.
+  RankedPlan ranked(const pp_plan_figures& figures, uint32_t layout, uint32_t count) const {
+    RankedPlan candidate;
+    candidate.figures = figures;
+    candidate.index = ordinal_;
     candidate.degrees = item_->degrees;
     candidate.options = chosen_;
     candidate.micro_batch = item_->micro_batch;
@@ -524,12 +540,7 @@ class Worker {
     candidate.recompute_num_layers = paraplan::recompute_num_layers(plan_.training());
     for (size_t axis : layout_orders_[layout]) candidate.mesh_order.emplace_back(plan_.axes()[axis].name);
     candidate.layouts = count;
-    best.push_back(std::move(candidate));
-    std::push_heap(best.begin(), best.end(), order);
-    if (best.size() > settings_.top) {
-      std::pop_heap(best.begin(), best.end(), order);
-      best.pop_back();
-    }
+    return candidate;
   }
 
   void reject(const std::string& reason, const std::string& message, uint64_t plans) {
@@ -618,6 +629,13 @@ std::string describe_strategies(const SearchSpace& space, const RankedPlan& plan
   return text;
 }
 
+std::string ranked_plan_text(const SearchSpace& space, const RankedPlan& plan) {
+  std::string mesh;
+  for (const std::string& axis : plan.mesh_order) mesh += (mesh.empty() ? "" : "-") + axis;
+  return describe_strategies(space, plan) + "; micro_batch " + std::to_string(plan.micro_batch) + ", recompute " +
+         recompute_text(plan) + ", mesh " + mesh;
+}
+
 SearchResult run_search(const Recipe& recipe, const PluginCatalog& catalog, const SearchSettings& settings) {
   const auto start = std::chrono::steady_clock::now();
   SearchResult result;
@@ -686,6 +704,7 @@ SearchResult run_search(const Recipe& recipe, const PluginCatalog& catalog, cons
   double smallest = std::numeric_limits<double>::infinity();
   for (const std::unique_ptr<Worker>& worker : workers) {
     result.top.insert(result.top.end(), worker->best.begin(), worker->best.end());
+    if (worker != workers.front()) workers.front()->map.merge(worker->map);
     result.valid_plans += worker->valid_plans;
     result.priced_plans += worker->priced_plans;
     result.layouts += worker->layouts;
@@ -701,6 +720,8 @@ SearchResult run_search(const Recipe& recipe, const PluginCatalog& catalog, cons
   }
   std::sort(result.top.begin(), result.top.end(), order);
   if (result.top.size() > settings.top) result.top.resize(settings.top);
+  result.front = workers.front()->map.front();
+  result.cells = workers.front()->map.cells();
   result.plans = total;
   result.smallest_rejected_memory_bytes = std::isinf(smallest) ? 0 : smallest;
   result.usable_memory_bytes = workers.front()->usable_memory();

@@ -36,6 +36,9 @@ struct SearchSettings {
   double memory_headroom = 0.10;  // a plan must fit in (1 - headroom) x the GPU's memory
   unsigned threads = 0;           // 0: every core
   std::string executor = "analytic";
+  // Keep the Pareto front of step time against memory and a thinned cloud of every timed plan
+  // (candidate_map.h), for the HTML page's scatter.
+  bool map_candidates = false;
   // Called from the calling thread about ten times a second: plans done, plans in all.
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
@@ -53,6 +56,12 @@ struct RankedPlan {
   uint32_t layouts = 0;                 // layouts timed for this plan
 };
 
+// One cell of the map of timed plans (candidate_map.h).
+struct MappedCell {
+  RankedPlan plan;     // the cell's first plan in enumeration order
+  uint64_t plans = 0;  // timed plans in the cell
+};
+
 struct Rejection {
   uint64_t plans = 0;
   std::string example;  // the first such rejection in enumeration order
@@ -62,6 +71,10 @@ struct Rejection {
 struct SearchResult {
   SearchSpace space;
   std::vector<RankedPlan> top;  // best first
+  // With SearchSettings::map_candidates: the Pareto front of step time against memory (least
+  // memory first) and one plan per cell of a log grid over the two, with its cell's count.
+  std::vector<RankedPlan> front;
+  std::vector<MappedCell> cells;
   uint64_t plans = 0;           // every candidate plan
   uint64_t valid_plans = 0;     // fit in memory and were timed
   uint64_t priced_plans = 0;    // reached the executor: its memory check, then timed or over memory
@@ -84,6 +97,8 @@ ComposedPlan compose_ranked(const Recipe& recipe, const PluginCatalog& catalog, 
 
 // "tp=8 pp=8 (schedule=1f1b) fsdp=8 (stage=1)".
 std::string describe_strategies(const SearchSpace& space, const RankedPlan& plan);
+// The strategies, then "; micro_batch 1, recompute selective, mesh tp-pp-fsdp".
+std::string ranked_plan_text(const SearchSpace& space, const RankedPlan& plan);
 const char* recompute_name(pp_recompute recompute);
 // "none", "selective", "full" or "full, first 3 layers of each chunk".
 std::string recompute_text(const RankedPlan& plan);

@@ -116,8 +116,7 @@ void write_search_text(std::ostream& out, const SearchResult& result, const Sear
                   100.0 * plan.figures.mfu, bytes(plan.figures.memory_per_gpu_bytes).c_str());
     out << line;
     if (days) out << format_number("  %8.1f", days_to_train(plan.figures, context));
-    out << "  " << describe_strategies(result.space, plan) << "; micro_batch " << plan.micro_batch << ", recompute "
-        << recompute_text(plan) << ", mesh " << joined(plan.mesh_order, "-") << "\n";
+    out << "  " << ranked_plan_text(result.space, plan) << "\n";
   }
   if (context.interval) {
     size_t ties = 0;
@@ -176,39 +175,56 @@ nlohmann::ordered_json search_json(const SearchResult& result, const SearchRepor
   for (const SkippedStrategy& strategy : result.skipped) skipped[strategy.name] = strategy.reason;
   json["skipped"] = skipped;
   nlohmann::ordered_json top = nlohmann::ordered_json::array();
-  for (size_t rank = 0; rank < result.top.size(); ++rank) {
-    const RankedPlan& plan = result.top[rank];
-    nlohmann::ordered_json entry;
-    entry["rank"] = rank + 1;
-    entry["step_s"] = plan.figures.step_s;
-    entry["tokens_per_s_per_gpu"] = plan.figures.tokens_per_s_per_gpu;
-    entry["mfu"] = plan.figures.mfu;
-    entry["memory_per_gpu_bytes"] = plan.figures.memory_per_gpu_bytes;
-    if (context.interval) {
-      const auto [low, high] = step_range_s(plan, context);
-      entry["step_s_range"] = {low, high};
-      entry["ties_with_winner"] = rank > 0 && ties_with_winner(result, context, plan);
-    }
-    if (context.settings.objective == Objective::kTimeToTrain) entry["days_to_train"] = days_to_train(plan.figures, context);
-    nlohmann::ordered_json strategies = nlohmann::ordered_json::array();
-    for (size_t level = 0; level < result.space.slots.size(); ++level) {
-      if (plan.degrees[level] == 0) continue;
-      const StrategyOption& option = result.space.slots[level].options[plan.options[level]];
-      nlohmann::ordered_json strategy = {{"name", option.plugin->name()}, {"degree", plan.degrees[level]}};
-      for (const auto& [key, node] : option.values) strategy[key] = scalar_text(*node);
-      strategies.push_back(strategy);
-    }
-    entry["strategies"] = strategies;
-    entry["micro_batch"] = plan.micro_batch;
-    entry["recompute"] = recompute_name(plan.recompute);
-    entry["recompute_num_layers"] =
-        plan.recompute_num_layers > 0 ? nlohmann::ordered_json(plan.recompute_num_layers) : nlohmann::ordered_json(nullptr);
-    entry["mesh_order"] = plan.mesh_order;
-    entry["layouts_timed"] = plan.layouts;
-    top.push_back(entry);
-  }
+  for (size_t rank = 0; rank < result.top.size(); ++rank) top.push_back(ranked_plan_json(result, context, result.top[rank], rank + 1));
   json["top"] = top;
   return json;
+}
+
+nlohmann::ordered_json ranked_plan_json(const SearchResult& result, const SearchReportContext& context,
+                                        const RankedPlan& plan, size_t rank) {
+  nlohmann::ordered_json entry;
+  if (rank > 0) entry["rank"] = rank;
+  entry["step_s"] = plan.figures.step_s;
+  entry["tokens_per_s_per_gpu"] = plan.figures.tokens_per_s_per_gpu;
+  entry["mfu"] = plan.figures.mfu;
+  entry["memory_per_gpu_bytes"] = plan.figures.memory_per_gpu_bytes;
+  if (context.interval) {
+    const auto [low, high] = step_range_s(plan, context);
+    entry["step_s_range"] = {low, high};
+    entry["ties_with_winner"] = rank != 1 && ties_with_winner(result, context, plan);
+  }
+  if (context.settings.objective == Objective::kTimeToTrain) entry["days_to_train"] = days_to_train(plan.figures, context);
+  nlohmann::ordered_json strategies = nlohmann::ordered_json::array();
+  for (size_t level = 0; level < result.space.slots.size(); ++level) {
+    if (plan.degrees[level] == 0) continue;
+    const StrategyOption& option = result.space.slots[level].options[plan.options[level]];
+    nlohmann::ordered_json strategy = {{"name", option.plugin->name()}, {"degree", plan.degrees[level]}};
+    for (const auto& [key, node] : option.values) strategy[key] = scalar_text(*node);
+    strategies.push_back(strategy);
+  }
+  entry["strategies"] = strategies;
+  entry["micro_batch"] = plan.micro_batch;
+  entry["recompute"] = recompute_name(plan.recompute);
+  entry["recompute_num_layers"] =
+      plan.recompute_num_layers > 0 ? nlohmann::ordered_json(plan.recompute_num_layers) : nlohmann::ordered_json(nullptr);
+  entry["mesh_order"] = plan.mesh_order;
+  entry["layouts_timed"] = plan.layouts;
+  entry["plan"] = ranked_plan_text(result.space, plan);
+  return entry;
+}
+
+nlohmann::ordered_json search_map_json(const SearchResult& result, const SearchReportContext& context) {
+  nlohmann::ordered_json front = nlohmann::ordered_json::array();
+  for (const RankedPlan& plan : result.front) front.push_back(ranked_plan_json(result, context, plan, 0));
+  nlohmann::ordered_json cells = nlohmann::ordered_json::array();
+  for (const MappedCell& cell : result.cells)
+    cells.push_back({{"step_s", cell.plan.figures.step_s},
+                     {"memory_per_gpu_bytes", cell.plan.figures.memory_per_gpu_bytes},
+                     {"mfu", cell.plan.figures.mfu},
+                     {"tokens_per_s_per_gpu", cell.plan.figures.tokens_per_s_per_gpu},
+                     {"plan", ranked_plan_text(result.space, cell.plan)},
+                     {"plans", cell.plans}});
+  return {{"front", front}, {"cells", cells}};
 }
 
 std::string empty_search_message(const SearchResult& result, const Recipe& recipe) {

@@ -34,6 +34,15 @@ bool ties_with_winner(const SearchResult& result, const SearchReportContext& con
 void write_search_text(std::ostream& out, const SearchResult& result, const SearchReportContext& context);
 nlohmann::ordered_json search_json(const SearchResult& result, const SearchReportContext& context);
 
+// One ranked plan as search_json's "top" lists it (rank: 1 for the best; 0 for none).
+nlohmann::ordered_json ranked_plan_json(const SearchResult& result, const SearchReportContext& context,
+                                        const RankedPlan& plan, size_t rank);
+
+// What SearchSettings::map_candidates kept, for the HTML page: "front" (ranked_plan_json of each
+// plan of the Pareto front, least memory first) and "cells" (each cell's plan: its figures, its
+// description and the number of plans in the cell).
+nlohmann::ordered_json search_map_json(const SearchResult& result, const SearchReportContext& context);
+
 // The winner as recipe text: [[strategy]] tables, micro_batch, recompute and mesh_order.
 std::string ranked_plan_recipe(const SearchResult& result, const RankedPlan& plan);
 

@@ -3,7 +3,8 @@
 offline, and the test fails on any console message, a script error the page caught, or a chart
 that drew other than what the command's own JSON (or trace) says it must: one bar per pipeline
 stage and memory part, one slice per step-time part, one bar per trace event, one point per
-evaluated run. A page is also written for a plan that does not fit, and for a recipe whose file
+evaluated run, one point per cell of a search's timed plans and per plan of its Pareto front
+(itself checked against the page's points). A page is also written for a plan that does not fit, and for a recipe whose file
 name is markup (it must show as text).
 
 Usage: html_report_test.py PARAPLAN SCRATCH_DIR [--screenshots DIR]
@@ -52,9 +53,9 @@ class Browser:
         return [self.binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                 f"--user-data-dir={self.profile}", "--enable-logging=stderr", "--v=0"]
 
-    def load(self, page):
+    def load(self, page, fragment=""):
         """The DOM after the page's scripts ran, and every console message the page logged."""
-        run = subprocess.run([*self.arguments(), "--dump-dom", page.resolve().as_uri()],
+        run = subprocess.run([*self.arguments(), "--dump-dom", page.resolve().as_uri() + fragment],
                              capture_output=True, text=True, timeout=120)
         if run.returncode != 0:
             fail(f"chromium could not load {page}: exit {run.returncode}: {run.stderr[-2000:]}")
@@ -70,8 +71,8 @@ def drawn_charts(dom):
     return {name: int(count) for name, count in re.findall(r'data-chart="([^"]+)" data-drawn="(\d+)"', dom)}
 
 
-def check_page(browser, page, expected, screenshots, height):
-    dom, console = browser.load(page)
+def check_page(browser, page, expected, screenshots, height, fragment=""):
+    dom, console = browser.load(page, fragment)
     if console:
         fail(f"{page.name}: console messages:\n  " + "\n  ".join(console))
     errors = re.search(r'<div id="paraplan-errors">(.*?)</div>', dom, re.S)
@@ -86,6 +87,13 @@ def check_page(browser, page, expected, screenshots, height):
         browser.screenshot(page, screenshots / (page.stem + ".png"), height)
     print(f"html_report: {page.name}: {charts}")
     return dom
+
+
+def embedded_data(page):
+    """The JSON the page carries (its data script element)."""
+    text = page.read_text()
+    found = re.search(r'<script id="paraplan-data" type="application/json">(.*?)</script>', text, re.S)
+    return json.loads(found.group(1))
 
 
 def memory_marks(report):
@@ -158,6 +166,31 @@ def main():
             if row.get("predicted") is not None:
                 expected["validate-" + row["metric"]] = expected.get("validate-" + row["metric"], 0) + 1
         check_page(browser, page, expected, args.screenshots, 1100)
+
+        # search: a point per cell of timed plans and per plan of the Pareto front; the cells hold
+        # every timed plan, the front is what no other point beats on both figures, and the winner
+        # (the fastest) is on it. Below, the winner's report; "#front-N" selects a front plan.
+        page = scratch / "search.html"
+        report = json.loads(run_paraplan(paraplan, ["search", "search/gpt3-175b-512xa100", "--json", "--html", str(page)]).stdout)
+        data = embedded_data(page)
+        cells, front = data["cells"], data["front"]
+        if sum(cell["plans"] for cell in cells) != report["valid_plans"]:
+            fail(f"search.html: the cells hold {sum(c['plans'] for c in cells)} plans, the search timed {report['valid_plans']}")
+        points = [(p["memory_per_gpu_bytes"], p["step_s"]) for p in cells + front]
+        for plan in front:
+            m, s = plan["memory_per_gpu_bytes"], plan["step_s"]
+            if any(pm <= m and ps <= s and (pm < m or ps < s) for pm, ps in points):
+                fail(f"search.html: front plan at {m} B, {s} s is beaten on both figures by a point of the page")
+        winner = report["top"][0]
+        if not any(p["step_s"] == winner["step_s"] and p["memory_per_gpu_bytes"] == winner["memory_per_gpu_bytes"] for p in front):
+            fail("search.html: the winner is not on the Pareto front")
+        check_page(browser, page, {"search": len(cells) + len(front), "memory": memory_marks(report["winner"]),
+                                   "step-time": time_marks(report["winner"])}, args.screenshots, 1500)
+        chosen = len(front) // 2
+        dom = check_page(browser, page, {"search": len(cells) + len(front), "memory": memory_marks(front[chosen]["report"]),
+                                         "step-time": time_marks(front[chosen]["report"])}, None, 0, f"#front-{chosen}")
+        if "The selected plan's report" not in dom:
+            fail("search.html#front-N: the selected plan's report is not shown")
 
         # A plan that does not fit still gets its page (exit 1), which says so.
         page = scratch / "does-not-fit.html"

@@ -11,7 +11,6 @@
   });
 
   var documentData = JSON.parse(document.getElementById("paraplan-data").textContent);
-  var report = documentData.report;
   var root = d3.select("#paraplan-report");
   var colors = d3.scale.category10();
 
@@ -19,6 +18,7 @@
   function gigabytes(bytes) { return (bytes / 1e9).toFixed(2) + " GB"; }
   function seconds(value) {
     if (value === 0) return "0 s";
+    if (Math.abs(value) >= 100) return value.toFixed(1) + " s";
     if (Math.abs(value) >= 1) return value.toFixed(3) + " s";
     if (Math.abs(value) >= 1e-3) return (value * 1e3).toFixed(3) + " ms";
     return (value * 1e6).toFixed(1) + " µs";
@@ -36,8 +36,8 @@
     return rows;
   }
 
-  function section(title, note) {
-    var div = root.append("div").attr("class", "section");
+  function section(parent, title, note) {
+    var div = parent.append("div").attr("class", "section");
     div.append("h2").text(title);
     if (note) div.append("p").attr("class", "note").text(note);
     return div;
@@ -60,13 +60,13 @@
   }
 
   // ---- the plan and its headline figures ----
-  function header() {
+  function header(root) {
     root.append("h1").text(documentData.title);
     root.append("div").attr("class", "subtitle").text(documentData.generated_by);
     (documentData.warnings || []).forEach(function (text) { root.append("div").attr("class", "warning").text(text); });
   }
 
-  function headline() {
+  function headline(parent, report) {
     var figures = [
       ["step time", report.time && seconds(report.time.step_s),
        get(report, "uncertainty.step_s") && seconds(report.uncertainty.step_s.low) + " – " + seconds(report.uncertainty.step_s.high)],
@@ -76,7 +76,7 @@
       ["memory per GPU", report.memory && gigabytes(report.memory.per_gpu_bytes),
        report.memory && (report.memory.fits ? "fits, " + gigabytes(report.memory.headroom_bytes) + " to spare"
                                             : "does not fit: " + gigabytes(-report.memory.headroom_bytes) + " short")]];
-    var row = root.append("div").attr("class", "headline");
+    var row = parent.append("div").attr("class", "headline");
     figures.forEach(function (figure) {
       if (!figure[1]) return;
       var box = row.append("div");
@@ -85,13 +85,13 @@
       if (figure[2]) box.append("span").attr("class", "note").text(figure[2]);
     });
     if (get(report, "uncertainty.step_s"))
-      root.append("p").attr("class", "note").text(
+      parent.append("p").attr("class", "note").text(
           "Ranges: where " + percent(report.uncertainty.coverage_fraction) + " of " + report.uncertainty.comparable_runs +
           " measured runs of the class '" + report.uncertainty.comparable_class + "' fell against their prediction.");
   }
 
-  function settings() {
-    var div = section("Plan and settings");
+  function settings(parent, report) {
+    var div = section(parent, "Plan and settings");
     var table = div.append("table").attr("class", "settings");
     flatten(report.plan, "", []).forEach(function (row) {
       var tr = table.append("tr");
@@ -103,7 +103,7 @@
   // ---- memory per stage against capacity ----
   var memoryParts = ["parameters", "gradients", "optimizer", "activations", "other"];
 
-  function memoryRows() {
+  function memoryRows(report) {
     if (report.stages)
       return Object.keys(report.stages).map(function (index) {
         var stage = report.stages[index];
@@ -118,11 +118,11 @@
               parts: memoryParts.map(function (part) { return { name: part, bytes: report.memory[part + "_bytes"] || 0 }; }) }];
   }
 
-  function memoryChart() {
+  function memoryChart(parent, report) {
     if (!report.memory) return;
-    var rows = memoryRows();
+    var rows = memoryRows(report);
     var capacity = report.memory.capacity_bytes;
-    var div = section("Memory per GPU, by pipeline stage",
+    var div = section(parent, "Memory per GPU, by pipeline stage",
         "Stacked by what holds it; the red line is the GPU's capacity (" + gigabytes(capacity) + "). " +
         (report.stages || get(report, "memory.peak_bytes") ? "" : "This report breaks down only the fullest stage. ") +
         (report.memory.fits ? "Margin: " + gigabytes(report.memory.headroom_bytes) + "."
@@ -156,7 +156,7 @@
   }
 
   // ---- where the step time goes ----
-  function timeParts() {
+  function timeParts(report) {
     var time = report.time;
     var parts = [{ name: "compute", seconds: time.compute_s }];
     Object.keys(time.exposed_comm_s || {}).forEach(function (owner) {
@@ -171,11 +171,11 @@
     return parts;
   }
 
-  function timeChart() {
+  function timeChart(parent, report) {
     if (!report.time) return;
-    var parts = timeParts();
+    var parts = timeParts(report);
     var band = get(report, "uncertainty.step_s");
-    var div = section("Where the step time goes",
+    var div = section(parent, "Where the step time goes",
         "One optimizer step of " + seconds(report.time.step_s) + ", stacked." +
         (band ? " The whisker is the step time's range (" + seconds(band.low) + " – " + seconds(band.high) + ")." : ""));
     var target = chart(div, "step-time", 1100, 110, { top: 10, right: 40, bottom: 30, left: 20 });
@@ -203,8 +203,7 @@
   }
 
   // ---- the simulated step, event by event ----
-  function timelineChart() {
-    var trace = documentData.trace;
+  function timelineChart(parent, trace) {
     if (!trace) return;
     var events = trace.events.filter(function (event) { return event.ph === "X"; });
     var names = {};
@@ -217,7 +216,7 @@
       var pa = a.split("/").map(Number), pb = b.split("/").map(Number);
       return pa[0] - pb[0] || pa[1] - pb[1];
     });
-    var div = section("Timeline of one simulated step",
+    var div = section(parent, "Timeline of one simulated step",
         "Each row is one stream of one rank (a pipeline stage's representative unless --ranks all). Drag to pan, " +
         "scroll to zoom; hover a bar for its op. " + (trace.note || ""));
     var laneHeight = 16;
@@ -251,11 +250,11 @@
   }
 
   // ---- validate: predicted against measured ----
-  function validateCharts() {
+  function validateCharts(parent, report) {
     var rows = (report.rows || []).filter(function (row) { return row.predicted != null && row.measured != null; });
     var metrics = d3.set(rows.map(function (row) { return row.metric; })).values();
     var sources = d3.set(rows.map(function (row) { return row.source; })).values();
-    var div = section("Predicted against measured",
+    var div = section(parent, "Predicted against measured",
         report.evaluated + " runs evaluated, " + report.unevaluable + " could not be; MAPE " + report.mape_pct.toFixed(1) +
         " %, Spearman " + (report.spearman == null ? "n/a" : report.spearman.toFixed(3)) +
         ". The diagonal is a perfect prediction, the band ±10 %. Hover a point for its run.");
@@ -289,15 +288,108 @@
     legend(div, sources.map(function (source) { return { label: source, color: colors(source) }; }));
   }
 
-  header();
+  // A plan's report: its headline figures, settings, memory per stage and step time.
+  function planReport(parent, report) {
+    headline(parent, report);
+    settings(parent, report);
+    memoryChart(parent, report);
+    timeChart(parent, report);
+  }
+
+  // ---- search: every timed plan, step time against memory ----
+  function searchCharts(parent, report) {
+    var cells = documentData.cells || [], front = documentData.front || [];
+    var rejected = Object.keys(report.rejected || {}).map(function (reason) {
+      return reason + " " + report.rejected[reason].plans.toLocaleString("en-US");
+    });
+    var div = section(parent, "Every timed plan: step time against memory per GPU",
+        report.plans.toLocaleString("en-US") + " candidate plans; " + report.priced_plans.toLocaleString("en-US") +
+        " priced, " + report.valid_plans.toLocaleString("en-US") + " fit and were timed (rejected: " + rejected.join(", ") +
+        "). Grey: one point per cell of 3 % in step time by 2 % in memory, its area growing with the plans in the cell; " +
+        "red: the Pareto front (no timed plan is both faster and smaller); blue rings: the top " + report.top.length +
+        ". The dashed line is the usable memory (capacity less the headroom). Hover a point for its plan; click it for its report below.");
+    var target = chart(div, "search", 1100, 560, { top: 20, right: 30, bottom: 50, left: 90 });
+    var points = cells.concat(front);
+    var x = d3.scale.linear().domain([0, Math.max(report.usable_memory_bytes, d3.max(points, function (p) { return p.memory_per_gpu_bytes; })) * 1.05])
+        .range([0, target.width]);
+    var y = d3.scale.log().domain([d3.min(points, function (p) { return p.step_s; }) * 0.9, d3.max(points, function (p) { return p.step_s; }) * 1.1])
+        .range([target.height, 0]);
+    var most = d3.max(cells, function (cell) { return cell.plans; }) || 1;
+    var selected = d3.select(null);
+    function describe(point) {
+      return point.plan + "\nstep " + seconds(point.step_s) + ", " + gigabytes(point.memory_per_gpu_bytes) + " per GPU, MFU " +
+             percent(point.mfu) + (point.plans > 1 ? "\n(" + point.plans.toLocaleString("en-US") + " plans in this cell)" : "");
+    }
+    function show(point, mark) {
+      selected.attr("stroke", null);
+      selected = d3.select(mark).attr("stroke", "#000").attr("stroke-width", 2);
+      detail.selectAll("*").remove();
+      detail.append("h2").text(point.report ? "The selected plan's report" : "The selected plan");
+      detail.append("p").attr("class", "note").text(describe(point));
+      if (point.report) planReport(detail, point.report);
+      else detail.append("p").attr("class", "note").text("Plans of the Pareto front and the winner carry their full report; this one is a cell's representative.");
+    }
+    target.body.append("line").attr("x1", x(report.usable_memory_bytes)).attr("x2", x(report.usable_memory_bytes))
+        .attr("y1", 0).attr("y2", target.height).attr("stroke", "#d62728").attr("stroke-dasharray", "6,4");
+    var marks = 0;
+    cells.forEach(function (cell) {
+      target.body.append("circle").attr("class", "cell").attr("cx", x(cell.memory_per_gpu_bytes)).attr("cy", y(cell.step_s))
+          .attr("r", 1.5 + 5 * Math.sqrt(cell.plans / most)).attr("fill", "#9e9e9e").attr("fill-opacity", 0.5)
+          .on("click", function () { show(cell, this); })
+          .append("title").text(describe(cell));
+      marks++;
+    });
+    target.body.append("path").attr("fill", "none").attr("stroke", "#d62728").attr("stroke-width", 1.5)
+        .attr("d", d3.svg.line().interpolate("step-after").x(function (p) { return x(p.memory_per_gpu_bytes); })
+                                 .y(function (p) { return y(p.step_s); })(front));
+    var frontMarks = [];
+    front.forEach(function (plan) {
+      frontMarks.push(target.body.append("circle").attr("class", "front").attr("cx", x(plan.memory_per_gpu_bytes)).attr("cy", y(plan.step_s))
+          .attr("r", 4).attr("fill", "#d62728").style("cursor", "pointer")
+          .on("click", function () { show(plan, this); }));
+      frontMarks[frontMarks.length - 1].append("title").text(describe(plan));
+      marks++;
+    });
+    report.top.forEach(function (plan) {
+      target.body.append("circle").attr("class", "top").attr("cx", x(plan.memory_per_gpu_bytes)).attr("cy", y(plan.step_s))
+          .attr("r", 7).attr("fill", "none").attr("stroke", "#1f77b4").attr("stroke-width", 1.5).style("pointer-events", "none");
+    });
+    target.body.append("g").attr("class", "axis").attr("transform", "translate(0," + target.height + ")")
+        .call(d3.svg.axis().scale(x).orient("bottom").ticks(10).tickFormat(function (v) { return v / 1e9 + " GB"; }));
+    target.body.append("g").attr("class", "axis").call(d3.svg.axis().scale(y).orient("left").ticks(8, function (v) { return seconds(v); }));
+    target.body.append("text").attr("x", target.width / 2).attr("y", target.height + 40).attr("text-anchor", "middle").text("memory per GPU");
+    target.body.append("text").attr("transform", "rotate(-90)").attr("x", -target.height / 2).attr("y", -72)
+        .attr("text-anchor", "middle").text("step time (log)");
+    drawn(target, marks);
+
+    var top = section(parent, "The top " + report.top.length + " (objective: " + report.objective + ")");
+    var table = top.append("table").attr("class", "settings");
+    report.top.forEach(function (plan) {
+      var row = table.append("tr");
+      row.append("td").text(plan.rank);
+      row.append("td").text(seconds(plan.step_s) + "  " + percent(plan.mfu) + "  " + gigabytes(plan.memory_per_gpu_bytes));
+      row.append("td").text(plan.plan);
+    });
+    var detail = parent.append("div").attr("id", "selected-plan");
+    // "#front-3" in the address opens with the front's fourth plan selected, as a click would.
+    var asked = /^#front-(\d+)$/.exec(window.location.hash);
+    if (asked && front[+asked[1]]) {
+      show(front[+asked[1]], frontMarks[+asked[1]].node());
+    } else if (report.winner) {
+      detail.append("h2").text("The winner's report");
+      detail.append("p").attr("class", "note").text(report.top[0].plan);
+      planReport(detail, report.winner);
+    }
+  }
+
+  header(root);
   if (documentData.kind === "validate") {
-    validateCharts();
+    validateCharts(root, documentData.report);
+  } else if (documentData.kind === "search") {
+    searchCharts(root, documentData.report);
   } else {
-    headline();
-    settings();
-    memoryChart();
-    timeChart();
-    timelineChart();
+    planReport(root, documentData.report);
+    timelineChart(root, documentData.trace);
   }
   document.body.setAttribute("data-report-drawn", "true");
 })();
