@@ -57,38 +57,40 @@ void write_plan_page(const PlanReportOptions& options, const std::string& execut
 
 }  // namespace
 
+PlanRun run_plan(const std::string& executor, const PluginCatalog& catalog, const std::string& recipe_file,
+                 const std::vector<std::string>& overrides, const IntervalTable& intervals) {
+  RecipeReaderOptions reader_options;
+  reader_options.overrides = overrides;
+  PlanRun run;
+  try {
+    run.recipe = read_recipe(recipe_file, reader_options);
+    std::unique_ptr<HardwareBinding> hardware = open_hardware(*run.recipe, catalog);
+    const LoadedPlugin& executor_plugin = catalog.require(executor, PP_KIND_EXECUTOR);
+    const bool wants_schedule = executor_plugin.metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
+    ComposedPlan composed = compose_plan(*run.recipe, catalog, gpus_per_node(*run.recipe, *hardware), wants_schedule);
+    run.results = run_executor(executor, *run.recipe, catalog, composed, *hardware);
+    add_uncertainty(run.results, intervals, executor, comparable_class(*run.recipe, *hardware));
+  } catch (const InputError& failure) {
+    throw InputError(mention_overrides(failure.what(), overrides));
+  }
+  const ResultValue* fits = run.results.find("memory.fits");
+  run.fits = !(fits && std::holds_alternative<bool>(*fits) && !std::get<bool>(*fits));
+  return run;
+}
+
 int report_plan(const std::string& executor, const CommonOptions& common, const std::string& recipe_file,
                 const std::vector<std::string>& overrides, const PlanReportOptions& options) {
   configure_logging(common);
   PluginCatalog catalog = scan_plugins(common);
-  RecipeReaderOptions reader_options;
-  reader_options.overrides = overrides;
-  std::unique_ptr<Recipe> recipe;
-  ResultTree results;
-  try {
-    recipe = read_recipe(recipe_file, reader_options);
-    IntervalTable storage;
-    const IntervalTable& intervals = interval_table(options.intervals_file, storage);  // a bad file fails before the run
-    std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, catalog);
-    const LoadedPlugin& executor_plugin = catalog.require(executor, PP_KIND_EXECUTOR);
-    const bool wants_schedule = executor_plugin.metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
-    ComposedPlan composed = compose_plan(*recipe, catalog, gpus_per_node(*recipe, *hardware), wants_schedule);
-    results = run_executor(executor, *recipe, catalog, composed, *hardware);
-    add_uncertainty(results, intervals, executor, comparable_class(*recipe, *hardware));
-  } catch (const InputError& failure) {
-    throw InputError(mention_overrides(failure.what(), overrides));
-  }
-
+  IntervalTable storage;
+  const IntervalTable& intervals = interval_table(options.intervals_file, storage);  // a bad file fails before the run
+  const PlanRun run = run_plan(executor, catalog, recipe_file, overrides, intervals);
   if (common.json)
-    report_stream() << dump_json(results.to_json()) << "\n";
+    report_stream() << dump_json(run.results.to_json()) << "\n";
   else
-    write_text_report(report_stream(), results);
-  const ResultValue* fits = results.find("memory.fits");
-  const bool does_not_fit = fits && std::holds_alternative<bool>(*fits) && !std::get<bool>(*fits);
-  if (!options.html_file.empty()) write_plan_page(options, executor, *recipe, results, does_not_fit);
-  if (does_not_fit) {
-    throw PlanError(recipe->file + ": the plan does not fit in GPU memory (see memory.* in the report)");
-  }
+    write_text_report(report_stream(), run.results);
+  if (!options.html_file.empty()) write_plan_page(options, executor, *run.recipe, run.results, !run.fits);
+  if (!run.fits) throw PlanError(run.recipe->file + ": the plan does not fit in GPU memory (see memory.* in the report)");
   return kExitOk;
 }
 

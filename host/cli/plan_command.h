@@ -3,10 +3,14 @@
 // one executor and print its report.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "host/cli/common_options.h"
+#include "host/recipe/recipe.h"
+#include "host/report/result_tree.h"
+#include "host/validate/prediction_intervals.h"
 
 namespace paraplan::host {
 
@@ -15,6 +19,16 @@ struct PlanReportOptions {
   std::string html_file;       // --html: the report also as a page (report/html_report.h)
   std::string trace_file;      // the Chrome trace the executor writes, drawn into the page
 };
+
+// One recipe's plan, composed and run on one executor, with its uncertainty.
+struct PlanRun {
+  std::unique_ptr<Recipe> recipe;
+  ResultTree results;
+  bool fits = true;  // memory.fits, where the executor reports it
+};
+// Input errors name the --set overrides that were in force.
+PlanRun run_plan(const std::string& executor, const PluginCatalog& catalog, const std::string& recipe_file,
+                 const std::vector<std::string>& overrides, const IntervalTable& intervals);
 
 // Returns the exit code; a plan that does not fit in memory prints its report (and writes its
 // page), then throws PlanError (exit 1).

@@ -3,7 +3,7 @@
 offline, and the test fails on any console message, a script error the page caught, or a chart
 that drew other than what the command's own JSON (or trace) says it must: one bar per pipeline
 stage and memory part, one slice per step-time part, one bar per trace event, one point per
-evaluated run, one point per cell of a search's timed plans and per plan of its Pareto front
+evaluated run, one point per swept value with a plan, one point per cell of a search's timed plans and per plan of its Pareto front
 (itself checked against the page's points). A page is also written for a plan that does not fit, and for a recipe whose file
 name is markup (it must show as text).
 
@@ -191,6 +191,14 @@ def main():
                                          "step-time": time_marks(front[chosen]["report"])}, None, 0, f"#front-{chosen}")
         if "The selected plan's report" not in dom:
             fail("search.html#front-N: the selected plan's report is not shown")
+
+        # A sweep: a point per value that has a plan, in each of its two charts.
+        page = scratch / "sweep.html"
+        report = json.loads(run_paraplan(paraplan, ["evaluate", "seed1-llama2-70b-4k-64xh100", "--sweep",
+                                                    "cluster.num_gpus=16,32,64,128,256,512,1000", "--json", "--html", str(page)],
+                                         allowed=(1,)).stdout)
+        planned = sum(1 for point in report["sweep"]["points"] if "report" in point)
+        check_page(browser, page, {"sweep-throughput": planned, "sweep-mfu": planned}, args.screenshots, 900)
 
         # A plan that does not fit still gets its page (exit 1), which says so.
         page = scratch / "does-not-fit.html"

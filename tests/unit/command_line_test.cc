@@ -91,6 +91,30 @@ TEST(CommandLine, InputErrorsExitWithThree) {
   EXPECT_EQ(missing.err, "paraplan: error: /nonexistent.toml: cannot open file (No such file or directory)\n");
 }
 
+// --sweep KEY=V1,V2: each value's report is the one --set KEY=V gives; a value without a plan is
+// its row's error (exit 1), a key no value can set is the command's (exit 3), a malformed sweep a
+// usage error (exit 2).
+TEST(CommandLine, SweepIsEvaluateOncePerValue) {
+  CommandRun sweep = run({"evaluate", "seed1-llama2-70b-4k-64xh100", "--sweep", "cluster.num_gpus=32, 128", "--json"});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  const nlohmann::json points = nlohmann::json::parse(sweep.out)["sweep"]["points"];
+  ASSERT_EQ(points.size(), 2u);
+  for (const auto& [index, value] : {std::pair{0, "32"}, std::pair{1, "128"}}) {
+    CommandRun single = run({"evaluate", "seed1-llama2-70b-4k-64xh100", "--set", std::string("cluster.num_gpus=") + value, "--json"});
+    ASSERT_EQ(single.exit_code, 0) << single.err;
+    EXPECT_EQ(points[index]["value"], value);
+    EXPECT_EQ(points[index]["report"], nlohmann::json::parse(single.out));
+  }
+  CommandRun partial = run({"evaluate", "seed1-llama2-70b-4k-64xh100", "--sweep", "cluster.num_gpus=64,1000", "--json"});
+  EXPECT_EQ(partial.exit_code, 1);
+  const nlohmann::json partial_points = nlohmann::json::parse(partial.out)["sweep"]["points"];
+  EXPECT_TRUE(partial_points[0].contains("report"));
+  EXPECT_NE(partial_points[1]["error"].get<std::string>().find("do not divide cluster.num_gpus = 1000"), std::string::npos);
+  EXPECT_EQ(run({"evaluate", "seed1-llama2-70b-4k-64xh100", "--sweep", "clster.num_gpus=64,128"}).exit_code, 3);
+  for (const char* malformed : {"cluster.num_gpus", "=64", "cluster.num_gpus=", "cluster.num_gpus=64,,128"})
+    EXPECT_EQ(run({"evaluate", "seed1-llama2-70b-4k-64xh100", "--sweep", malformed}).exit_code, 2) << malformed;
+}
+
 // Shipped recipes by name (host/recipe/shipped_files.h): its folder and name, or its name alone
 // when no other recipe has it; two recipes of one name must be told apart, and a near miss is named.
 TEST(CommandLine, ShippedRecipesAreTakenByName) {

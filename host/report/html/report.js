@@ -382,8 +382,68 @@
     }
   }
 
+  // ---- a sweep of one recipe key: throughput and MFU against its value ----
+  function sweepCharts(parent, sweep) {
+    var points = sweep.points.filter(function (point) { return point.report; });
+    var numeric = points.every(function (point) { return isFinite(+point.value); });
+    var div = section(parent, "Sweep of " + sweep.key,
+        "The recipe's plan evaluated once per value of " + sweep.key + " (each as --set " + sweep.key + "=VALUE). " +
+        "Hollow points do not fit in memory; values without a plan are listed at the top. Whiskers: the figure's range.");
+    var figures = [
+      { name: "throughput", label: "tokens/s (all GPUs)", value: function (r) { return r.throughput.tokens_per_s; },
+        band: function (r) {
+          var low = get(r, "uncertainty.tokens_per_s_per_gpu.low"), high = get(r, "uncertainty.tokens_per_s_per_gpu.high");
+          return low == null ? null : [low * r.plan.num_gpus, high * r.plan.num_gpus];
+        }, format: function (v) { return Math.round(v).toLocaleString("en-US"); } },
+      { name: "mfu", label: "MFU", value: function (r) { return r.throughput.mfu; },
+        band: function (r) { var u = get(r, "uncertainty.mfu"); return u ? [u.low, u.high] : null; }, format: percent }];
+    figures.forEach(function (figure) {
+      var target = chart(div, "sweep-" + figure.name, 540, 380, { top: 20, right: 20, bottom: 50, left: 90 });
+      var values = points.map(function (point) { return numeric ? +point.value : point.value; });
+      var positive = numeric && values.every(function (v) { return v > 0; });
+      var x = !numeric ? d3.scale.ordinal().domain(values).rangePoints([0, target.width], 0.5)
+            : (positive && d3.max(values) / d3.min(values) >= 8 ? d3.scale.log().base(2) : d3.scale.linear())
+                .domain(d3.extent(values)).range([0, target.width]).nice();
+      var highest = d3.max(points, function (p) { var b = figure.band(p.report); return b ? b[1] : figure.value(p.report); });
+      var y = d3.scale.linear().domain([0, highest * 1.1]).range([target.height, 0]);
+      var at = function (point) { return x(numeric ? +point.value : point.value); };
+      target.body.append("path").attr("fill", "none").attr("stroke", "#1f77b4").attr("stroke-width", 2)
+          .attr("d", d3.svg.line().x(at).y(function (p) { return y(figure.value(p.report)); })(points));
+      points.forEach(function (point) {
+        var band = figure.band(point.report);
+        if (band) target.body.append("line").attr("x1", at(point)).attr("x2", at(point)).attr("y1", y(band[0])).attr("y2", y(band[1]))
+            .attr("stroke", "#1f77b4").attr("stroke-opacity", 0.5);
+        target.body.append("circle").attr("cx", at(point)).attr("cy", y(figure.value(point.report))).attr("r", 4.5)
+            .attr("fill", point.fits ? "#1f77b4" : "#fff").attr("stroke", point.fits ? "#1f77b4" : "#d62728").attr("stroke-width", 2)
+            .append("title").text(sweep.key + " = " + point.value + ": " + figure.label + " " + figure.format(figure.value(point.report)) +
+                                  (point.fits ? "" : " (does not fit)"));
+      });
+      var axis = d3.svg.axis().scale(x).orient("bottom");
+      if (numeric) axis.ticks(8, ",");
+      if (numeric && x.base) axis.tickValues(values);
+      target.body.append("g").attr("class", "axis").attr("transform", "translate(0," + target.height + ")").call(axis);
+      target.body.append("g").attr("class", "axis").call(d3.svg.axis().scale(y).orient("left").ticks(8).tickFormat(figure.format));
+      target.body.append("text").attr("x", target.width / 2).attr("y", target.height + 40).attr("text-anchor", "middle").text(sweep.key);
+      target.body.append("text").attr("transform", "rotate(-90)").attr("x", -target.height / 2).attr("y", -72)
+          .attr("text-anchor", "middle").text(figure.label);
+      drawn(target, points.length);
+    });
+    var table = section(parent, "Each value").append("table").attr("class", "settings");
+    sweep.points.forEach(function (point) {
+      var row = table.append("tr");
+      row.append("td").text(sweep.key + " = " + point.value);
+      row.append("td").text(point.report
+          ? seconds(point.report.time.step_s) + " per step, " + Math.round(point.report.throughput.tokens_per_s_per_gpu).toLocaleString("en-US") +
+            " tokens/s per GPU, MFU " + percent(point.report.throughput.mfu) + ", " + gigabytes(point.report.memory.per_gpu_bytes) +
+            " per GPU" + (point.fits ? "" : " (does not fit)")
+          : point.error);
+    });
+  }
+
   header(root);
-  if (documentData.kind === "validate") {
+  if (documentData.kind === "sweep") {
+    sweepCharts(root, documentData.report);
+  } else if (documentData.kind === "validate") {
     validateCharts(root, documentData.report);
   } else if (documentData.kind === "search") {
     searchCharts(root, documentData.report);
