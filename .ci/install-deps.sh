@@ -12,6 +12,7 @@ packages=(
   libopenmpi-dev openmpi-bin libopenblas-dev
   clang libclang-rt-14-dev
   libjs-d3
+  pybind11-dev python3-dev
 )
 if [[ ${1:-} == --browser ]]; then
   packages+=(chromium)

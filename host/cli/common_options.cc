@@ -117,7 +117,7 @@ void configure_logging(const CommonOptions& options) {
 
 PluginCatalog scan_plugins(const CommonOptions& options) {
   const std::vector<PluginDirectory> directories =
-      plugin_search_path(options.plugin_paths, std::getenv("PARAPLAN_PLUGIN_PATH"), current_executable());
+      plugin_search_path(options.plugin_paths, std::getenv("PARAPLAN_PLUGIN_PATH"), installation_prefix());
   ScanOptions scan;
   scan.allow_insecure = options.allow_insecure_plugins;
   scan.timeout_s = plugin_scan_timeout();

@@ -20,8 +20,7 @@ const char* origin_name(PluginOrigin origin) {
 }
 
 std::vector<PluginDirectory> plugin_search_path(const std::vector<std::string>& command_line_paths,
-                                                const char* environment_value,
-                                                const std::filesystem::path& executable) {
+                                                const char* environment_value, const std::filesystem::path& prefix) {
   std::vector<PluginDirectory> directories;
   for (const std::string& path : command_line_paths) {
     if (path.empty() || std::filesystem::path(path).is_relative())
@@ -41,8 +40,7 @@ std::vector<PluginDirectory> plugin_search_path(const std::vector<std::string>& 
       directories.push_back({entry, PluginOrigin::kEnvironment});
     }
   }
-  if (!executable.empty())
-    directories.push_back({executable.parent_path().parent_path() / "lib" / "paraplan" / "plugins", PluginOrigin::kBundled});
+  if (!prefix.empty()) directories.push_back({prefix / "lib" / "paraplan" / "plugins", PluginOrigin::kBundled});
   // The same directory named twice (e.g. --plugin-path pointing at the default) is scanned once,
   // with the first origin it was named by.
   std::vector<PluginDirectory> unique;
@@ -58,10 +56,20 @@ std::vector<PluginDirectory> plugin_search_path(const std::vector<std::string>& 
   return unique;
 }
 
-std::filesystem::path current_executable() {
-  std::error_code error;
-  std::filesystem::path path = std::filesystem::read_symlink("/proc/self/exe", error);
-  return error ? std::filesystem::path() : path;
+namespace {
+std::filesystem::path& prefix_set_by_embedding() {
+  static std::filesystem::path prefix;
+  return prefix;
 }
+}  // namespace
+
+std::filesystem::path installation_prefix() {
+  if (!prefix_set_by_embedding().empty()) return prefix_set_by_embedding();
+  std::error_code error;
+  const std::filesystem::path executable = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::filesystem::path() : executable.parent_path().parent_path();
+}
+
+void set_installation_prefix(const std::filesystem::path& prefix) { prefix_set_by_embedding() = prefix; }
 
 }  // namespace paraplan::host

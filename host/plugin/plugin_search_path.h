@@ -30,11 +30,14 @@ struct PluginDirectory {
   PluginOrigin origin = PluginOrigin::kCommandLine;
 };
 
+// --plugin-path, then PARAPLAN_PLUGIN_PATH, then <prefix>/lib/paraplan/plugins (none for an empty prefix).
 std::vector<PluginDirectory> plugin_search_path(const std::vector<std::string>& command_line_paths,
-                                                const char* environment_value,
-                                                const std::filesystem::path& executable);
+                                                const char* environment_value, const std::filesystem::path& prefix);
 
-// The running executable (/proc/self/exe), for the default plugin and model directories.
-std::filesystem::path current_executable();
+// The tree paraplan is installed (or built) in: <prefix>/bin/paraplan, <prefix>/lib/paraplan/plugins,
+// <prefix>/share/paraplan. The running executable's (/proc/self/exe is <prefix>/bin/paraplan), unless
+// an embedding in another program set its own (the Python module: python/paraplan_module.cc).
+std::filesystem::path installation_prefix();
+void set_installation_prefix(const std::filesystem::path& prefix);
 
 }  // namespace paraplan::host

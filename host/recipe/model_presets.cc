@@ -33,9 +33,8 @@ std::vector<std::filesystem::path> model_preset_directories(const std::filesyste
       directories.emplace_back(entry);
     }
   }
-  std::filesystem::path executable = current_executable();
-  if (!executable.empty())
-    directories.push_back(executable.parent_path().parent_path() / "share" / "paraplan" / "recipes" / "models");
+  if (const std::filesystem::path prefix = installation_prefix(); !prefix.empty())
+    directories.push_back(prefix / "share" / "paraplan" / "recipes" / "models");
 #ifdef PARAPLAN_SOURCE_RECIPES_DIR
   directories.push_back(std::filesystem::path(PARAPLAN_SOURCE_RECIPES_DIR) / "models");
 #endif

@@ -35,8 +35,8 @@ bool is_kind(const std::filesystem::path& file, ShippedKind kind) {
 
 std::vector<std::filesystem::path> shipped_roots() {
   std::vector<std::filesystem::path> roots;
-  std::filesystem::path executable = current_executable();
-  if (!executable.empty()) roots.push_back(executable.parent_path().parent_path() / "share" / "paraplan" / "recipes");
+  if (const std::filesystem::path prefix = installation_prefix(); !prefix.empty())
+    roots.push_back(prefix / "share" / "paraplan" / "recipes");
 #ifdef PARAPLAN_SOURCE_RECIPES_DIR
   roots.emplace_back(PARAPLAN_SOURCE_RECIPES_DIR);
 #endif

@@ -108,4 +108,17 @@ rc=$?
 set -e
 [[ $rc -eq 3 ]] || fail "an unknown recipe name exited $rc, not 3"
 grep -q "did you mean 'seed1-llama2-70b-4k-64xh100'" unknown.log || { cat unknown.log >&2; fail "no suggestion"; }
+echo "installed_tree: 8. the installed Python module, where it was built, finds the same tree"
+modules=("$prefix"/lib/python3/dist-packages/paraplan*.so)
+if [[ -f ${modules[0]} ]]; then
+  PYTHONPATH=$prefix/lib/python3/dist-packages python3 - "$prefix" <<'PY' || fail "the installed Python module"
+import sys
+import paraplan
+report = paraplan.evaluate("seed1-llama2-70b-4k-64xh100")
+assert report["plan"]["recipe"].startswith(sys.argv[1] + "/share/paraplan/recipes/"), report["plan"]["recipe"]
+assert all(plugin["file"].startswith(sys.argv[1] + "/lib/paraplan/plugins/") for plugin in paraplan.plugins()["plugins"])
+PY
+else
+  echo "installed_tree: (no Python module in this build)"
+fi
 echo "installed_tree: passed"

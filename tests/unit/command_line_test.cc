@@ -139,7 +139,8 @@ TEST(CommandLine, ShippedRecipesAreTakenByName) {
   // A model preset is TOML but no recipe: not listed, not taken.
   CommandRun listing = run({"recipes", "--json"});
   ASSERT_EQ(listing.exit_code, 0) << listing.err;
-  for (const auto& recipe : nlohmann::json::parse(listing.out)["recipes"])
+  const nlohmann::json listed = nlohmann::json::parse(listing.out);
+  for (const auto& recipe : listed["recipes"])
     EXPECT_FALSE(recipe["name"].get<std::string>().starts_with("models/")) << recipe["name"];
   EXPECT_EQ(run({"evaluate", "llama2-70b"}).exit_code, 3);
 

@@ -11,8 +11,8 @@ namespace {
 using test::expect_error;
 
 TEST(PluginSearchPath, CommandLineThenEnvironmentThenInstallTree) {
-  auto directories = plugin_search_path({"/a", "/b"}, "/c::/d:", "/opt/paraplan/bin/paraplan");
-  std::vector<std::filesystem::path> expected = {"/a", "/b", "/c", "/d", "/opt/paraplan/bin/../lib/paraplan/plugins"};
+  auto directories = plugin_search_path({"/a", "/b"}, "/c::/d:", "/opt/paraplan");
+  std::vector<std::filesystem::path> expected = {"/a", "/b", "/c", "/d", "/opt/paraplan/lib/paraplan/plugins"};
   ASSERT_EQ(directories.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(directories[i].path.lexically_normal(), expected[i].lexically_normal());
 }

@@ -222,7 +222,7 @@ TEST(PluginCatalog, ANameFoundTwiceIsResolvedByWhereItCameFrom) {
 TEST(PluginSearchPath, RelativeEntriesAreRefused) {
   test::expect_error<UsageError>([] { plugin_search_path({"lib/plugins"}, nullptr, ""); },
                                  {"--plugin-path 'lib/plugins': plugin directories must be absolute paths"});
-  const std::vector<PluginDirectory> directories = plugin_search_path({}, "relative:/absolute:", "/opt/p/bin/paraplan");
+  const std::vector<PluginDirectory> directories = plugin_search_path({}, "relative:/absolute:", "/opt/p");
   ASSERT_EQ(directories.size(), 2u);
   EXPECT_EQ(directories[0].path, "/absolute");
   EXPECT_EQ(directories[0].origin, PluginOrigin::kEnvironment);
