@@ -10,7 +10,7 @@ per thread (a stream: compute, tp, pp, dp, "dp reduce", ...). On the compute lan
 steps are outlined bands with their compute inside: forward, backward, the input- and
 weight-gradient halves and recomputation in shades of blue, other compute (the optimizer) grey.
 Each communication stream has its own colour, its "reduce" stream a lighter one. Under each
-rank, its "memory" counter (GiB in use) as a step plot, one scale for all ranks shown. In a
+rank, its "memory" counter (GB in use) as a step plot, one scale for all ranks shown. In a
 browser, hovering a box shows its name and duration. Standard library only; the output depends
 only on the input and the options.
 """
@@ -62,7 +62,7 @@ def load(path, ranks):
         elif e["ph"] == "X":
             slices.append(e)
         elif e["ph"] == "C" and e["name"] == "memory":
-            memory.setdefault(pid, []).append((e["ts"], e["args"]["GiB"]))
+            memory.setdefault(pid, []).append((e["ts"], e["args"]["GB"]))
     return processes, threads, slices, memory
 
 
@@ -176,7 +176,7 @@ def draw_memory(svg, samples, x_of, start, end, y, low, high):
             points += [(x_of(t), points[-1][1]), (x_of(t), height(g))]
     points.append((x_of(end), points[-1][1]))
     svg.text(LEFT - 6, y + 12, "memory", anchor="end")
-    svg.text(LEFT - 6, y + 22, f"peak {max(g for _, g in samples):.1f} GiB", size=7, anchor="end", fill="#555")
+    svg.text(LEFT - 6, y + 22, f"peak {max(g for _, g in samples):.1f} GB", size=7, anchor="end", fill="#555")
     svg.parts.append(f'<polyline fill="none" stroke="{MEMORY_COLOUR}" stroke-width="1" points="'
                      + " ".join(f"{fmt(px)},{fmt(py)}" for px, py in points) + '"/>')
 
@@ -251,7 +251,7 @@ def render(args):
             y += MEMORY
         y += 6
     draw_axis(svg, start, end, x_of, plot_w, y)
-    y = draw_legend(svg, colours, y + 6, args.width, f"memory, {low:.1f}\u2013{high:.1f} GiB for every rank")
+    y = draw_legend(svg, colours, y + 6, args.width, f"memory, {low:.1f}\u2013{high:.1f} GB for every rank")
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{args.width}" height="{y + 8}" '
             f'viewBox="0 0 {args.width} {y + 8}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif">\n'
             '<rect width="100%" height="100%" fill="#fff"/>\n')

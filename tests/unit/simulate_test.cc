@@ -405,7 +405,7 @@ TEST(Simulate, TraceIsChromeTraceEventJson) {
   std::set<int> named_processes;
   int steps = 0, gathers = 0, sends = 0;
   std::map<int, double> last_gather_us, first_backward_us;
-  double peak_gib = 0;
+  double peak_gb = 0;
   const std::regex step_name("(fwd|bwd) mb[0-9]+ chunk[0-9]+");
   for (const nlohmann::json& event : events) {
     ASSERT_TRUE(event.contains("name") && event["name"].is_string()) << event;
@@ -435,7 +435,7 @@ TEST(Simulate, TraceIsChromeTraceEventJson) {
       if (name.starts_with("send_activations mb")) ++sends;
     } else if (ph == "C") {
       ASSERT_EQ(name, "memory");
-      peak_gib = std::max(peak_gib, event["args"]["GiB"].get<double>());
+      peak_gb = std::max(peak_gb, event["args"]["GB"].get<double>());
     } else {
       ADD_FAILURE() << "unexpected phase " << ph;
     }
@@ -450,7 +450,7 @@ TEST(Simulate, TraceIsChromeTraceEventJson) {
   for (const auto& [pid, at] : last_gather_us) EXPECT_LT(at, first_backward_us[pid]) << "rank " << pid;
   // Every chunk pass but the last virtual stage's sends its activations on.
   EXPECT_EQ(sends, (p * v - 1) * m);
-  EXPECT_NEAR(peak_gib * 1024 * 1024 * 1024 / run.number("memory.per_gpu_bytes"), 1.0, 1e-4);
+  EXPECT_NEAR(peak_gb * 1e9 / run.number("memory.per_gpu_bytes"), 1.0, 1e-4);
 }
 
 }  // namespace

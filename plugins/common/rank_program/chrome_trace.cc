@@ -11,7 +11,7 @@ namespace rank_program {
 namespace {
 
 constexpr double kMicroseconds = 1e6;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kGB = 1e9;  // decimal, as every report prints memory
 
 // Escapes a label for a JSON string (labels are ours, but names come from plugins).
 std::string escaped(const std::string& text) {
@@ -59,7 +59,7 @@ class TraceFile {
 
   void counter(int64_t pid, double time, double gib) {
     separate();
-    std::fprintf(file_.get(), "{\"name\":\"memory\",\"ph\":\"C\",\"pid\":%lld,\"ts\":%.3f,\"args\":{\"GiB\":%.4f}}",
+    std::fprintf(file_.get(), "{\"name\":\"memory\",\"ph\":\"C\",\"pid\":%lld,\"ts\":%.3f,\"args\":{\"GB\":%.4f}}",
                  static_cast<long long>(pid), time * kMicroseconds, gib);
   }
 
@@ -118,7 +118,7 @@ uint64_t write_chrome_trace(const std::string& path, const ProgramSet& programs,
       trace.complete(program.labels[static_cast<size_t>(instruction.label)], category, pid, instruction.stream,
                      timeline.start[i], timeline.finish[i]);
     }
-    for (const auto& [time, bytes] : timeline.memory) trace.counter(pid, time, bytes / kGiB);
+    for (const auto& [time, bytes] : timeline.memory) trace.counter(pid, time, bytes / kGB);
   }
   return trace.close();
 }

@@ -8,7 +8,7 @@
 //           thread ("fwd mb3 chunk1"), nested in it the compute it ran ("fwd layer 12:
 //           attn_norm..mlp_residual"), and every transfer on its stream's thread
 //           ("all-gather fsdp layer 12 (param_all_gather)", "send_activations mb3 chunk0 to stage 1")
-//   ph "C"  the counter "memory" (GiB in use: model state, buffers, activations) at every change
+//   ph "C"  the counter "memory" (GB in use, 10^9 bytes as the reports print: model state, buffers, activations) at every change
 #pragma once
 
 #include <cstdint>
