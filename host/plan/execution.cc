@@ -32,6 +32,7 @@ void describe_plan(ResultTree& results, const Recipe& recipe, const ComposedPlan
   results.set("plan.data_parallel_size", static_cast<double>(plan.data_parallel_size()));
   for (const AppliedStrategy& strategy : composed.strategies) {
     std::string text = "degree=" + std::to_string(strategy.degree);
+    if (const std::string axis = plan.axis_named_otherwise(strategy.name); !axis.empty()) text += " axis=" + axis;
     if (!strategy.parameters.empty()) text += " " + strategy.parameters;
     if (strategy.added_by_default) text += " (added: no data-parallel strategy in the recipe)";
     results.set("plan.strategies." + strategy.name, text);

@@ -648,4 +648,16 @@ void mesh_strides(std::span<const pp_mesh_axis> axes, std::span<const size_t> to
   if (!try_mesh_strides(axes, top_level_order, num_gpus, strides, &why)) throw PlanError(why);
 }
 
+std::string Plan::axis_named_otherwise(const std::string& strategy) const {
+  // One axis only: a strategy over several (hsdp's shards and replicas) has a degree no one of
+  // them is. fsdp's "dp" is what its name says; sp's "cp" (ring, all-to-all) is not.
+  const pp_mesh_axis* owned = nullptr;
+  for (const pp_mesh_axis& axis : state_.axes) {
+    if (strategy != axis.owner) continue;
+    if (owned) return "";
+    owned = &axis;
+  }
+  return owned && !strategy.ends_with(owned->name) ? owned->name : "";
+}
+
 }  // namespace paraplan::host

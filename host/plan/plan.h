@@ -87,6 +87,10 @@ class Plan {
   const std::vector<uint32_t>& memory_layer_kinds() const { return state_.memory_kinds; }
   const LayerStack& layer_stack() const { return stack_; }
   const std::vector<pp_mesh_axis>& axes() const { return state_.axes; }
+  // The mesh axis `strategy`'s degree spans when its name does not say it ("cp" for sp in ring
+  // mode; not fsdp's "dp"), so reports call the degree what it is; "" otherwise, or when it owns
+  // no axis or several.
+  std::string axis_named_otherwise(const std::string& strategy) const;
   const pp_pipeline& pipeline() const { return state_.pipeline; }
   const std::vector<pp_stage>& stages() const { return state_.stages; }
   const pp_model& model() const { return model_; }

@@ -535,6 +535,10 @@ class Worker {
     candidate.index = ordinal_;
     candidate.degrees = item_->degrees;
     candidate.options = chosen_;
+    candidate.axes.resize(item_->degrees.size());
+    for (size_t level = 0; level < item_->degrees.size(); ++level)
+      if (item_->degrees[level] > 0)
+        candidate.axes[level] = plan_.axis_named_otherwise(space_.slots[level].options[chosen_[level]].plugin->name());
     candidate.micro_batch = item_->micro_batch;
     candidate.recompute = item_->recompute;
     candidate.recompute_num_layers = paraplan::recompute_num_layers(plan_.training());
@@ -623,8 +627,11 @@ std::string describe_strategies(const SearchSpace& space, const RankedPlan& plan
   for (size_t level = 0; level < space.slots.size(); ++level) {
     if (plan.degrees[level] == 0) continue;
     const StrategyOption& option = space.slots[level].options[plan.options[level]];
-    text += (text.empty() ? "" : " ") + option.plugin->name() + "=" + std::to_string(plan.degrees[level]);
-    if (!option.label.empty()) text += " (" + option.label + ")";
+    // A degree named by its axis where the strategy names it otherwise: "cp=16 (sp mode=ring)".
+    const std::string axis = level < plan.axes.size() ? plan.axes[level] : "";
+    const std::string label = axis.empty() ? option.label : option.plugin->name() + (option.label.empty() ? "" : " " + option.label);
+    text += (text.empty() ? "" : " ") + (axis.empty() ? option.plugin->name() : axis) + "=" + std::to_string(plan.degrees[level]);
+    if (!label.empty()) text += " (" + label + ")";
   }
   return text;
 }

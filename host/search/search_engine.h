@@ -49,6 +49,7 @@ struct RankedPlan {
   uint64_t index = 0;                 // enumeration order; ties rank by it
   std::vector<int64_t> degrees;       // per slot; 0: the strategy is not used
   std::vector<uint32_t> options;      // per slot: index into StrategySlot::options
+  std::vector<std::string> axes;      // per slot: the mesh axis its degree spans, where named otherwise (Plan::axis_named_otherwise)
   int64_t micro_batch = 1;
   pp_recompute recompute = PP_RECOMPUTE_NONE;
   int64_t recompute_num_layers = 0;     // full recomputation of each chunk's first N layers; 0: all

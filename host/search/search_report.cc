@@ -199,6 +199,7 @@ nlohmann::ordered_json ranked_plan_json(const SearchResult& result, const Search
     if (plan.degrees[level] == 0) continue;
     const StrategyOption& option = result.space.slots[level].options[plan.options[level]];
     nlohmann::ordered_json strategy = {{"name", option.plugin->name()}, {"degree", plan.degrees[level]}};
+    if (level < plan.axes.size() && !plan.axes[level].empty()) strategy["axis"] = plan.axes[level];
     for (const auto& [key, node] : option.values) strategy[key] = scalar_text(*node);
     strategies.push_back(strategy);
   }
