@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "host/core/errors.h"
+#include "host/core/trimmed.h"
 #include "host/report/html_report.h"
 #include "host/report/report_output.h"
 #include "host/report/text_report.h"
@@ -16,16 +17,10 @@ namespace {
 
 constexpr size_t kMostSweepValues = 64;
 
-std::string trimmed(const std::string& text) {
-  const size_t first = text.find_first_not_of(" \t"), last = text.find_last_not_of(" \t");
-  return first == std::string::npos ? "" : text.substr(first, last - first + 1);
-}
-
 struct SweepPoint {
   std::string value;
   std::optional<PlanRun> run;
   std::string error;  // why the value has no plan
-  int exit_code = 0;  // the error's
 };
 
 nlohmann::ordered_json sweep_json(const Sweep& sweep, const std::vector<SweepPoint>& points) {
@@ -73,8 +68,8 @@ void write_sweep_text(std::ostream& out, const Sweep& sweep, const std::vector<S
 Sweep parse_sweep(const std::string& text) {
   const std::string usage = "--sweep '" + text + "': expected KEY=V1,V2,... (cluster.num_gpus=64,128,256)";
   const size_t equals = text.find('=');
-  if (equals == std::string::npos || trimmed(text.substr(0, equals)).empty()) throw UsageError(usage);
-  Sweep sweep{trimmed(text.substr(0, equals)), {}};
+  Sweep sweep{equals == std::string::npos ? "" : trimmed(text.substr(0, equals)), {}};
+  if (sweep.key.empty()) throw UsageError(usage);
   std::stringstream values(text.substr(equals + 1));
   for (std::string value; std::getline(values, value, ',');) {
     if (trimmed(value).empty()) throw UsageError(usage + ": an empty value");
@@ -96,7 +91,7 @@ int report_sweep(const std::string& executor, const CommonOptions& common, const
   std::optional<InputError> first_input_error;
   bool all_input_errors = true;
   for (const std::string& value : sweep.values) {
-    SweepPoint point{value, std::nullopt, "", 0};
+    SweepPoint point{value, std::nullopt, ""};
     std::vector<std::string> with_value = overrides;
     with_value.push_back(sweep.key + "=" + value);
     try {
@@ -105,25 +100,24 @@ int report_sweep(const std::string& executor, const CommonOptions& common, const
     } catch (const InputError& failure) {
       if (!first_input_error) first_input_error = failure;
       point.error = failure.what();
-      point.exit_code = failure.exit_code();
     } catch (const PlanError& failure) {
       all_input_errors = false;
       point.error = failure.what();
-      point.exit_code = failure.exit_code();
     }
     points.push_back(std::move(point));
   }
   // One key that no value can set (a typo, a bad file) is the command's error, not a row's.
   if (all_input_errors) throw *first_input_error;
 
+  const nlohmann::ordered_json json = sweep_json(sweep, points);
   if (common.json)
-    report_stream() << dump_json(sweep_json(sweep, points)) << "\n";
+    report_stream() << dump_json(json) << "\n";
   else
     write_sweep_text(report_stream(), sweep, points);
   if (!options.html_file.empty()) {
     HtmlReport page;
     page.kind = "sweep";
-    page.report = sweep_json(sweep, points)["sweep"];
+    page.report = json["sweep"];
     page.title = std::filesystem::path(points.front().run ? points.front().run->recipe->file : recipe_file).stem().string() +
                  ": sweep of " + sweep.key;
     for (const SweepPoint& point : points)

@@ -32,6 +32,14 @@ Objective parse_objective(const std::string& name) {
   throw UsageError("--objective: '" + name + "' is not one of throughput|memory|time-to-train");
 }
 
+// A ranked plan composed again and run on the executor, for its full evaluate report.
+ResultTree ranked_plan_report(const Recipe& recipe, const PluginCatalog& catalog, const SearchResult& result,
+                              const RankedPlan& plan, const HardwareBinding& hardware, const std::string& executor) {
+  const bool walks = catalog.require(executor, PP_KIND_EXECUTOR).metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
+  ComposedPlan composed = compose_ranked(recipe, catalog, result, plan, walks);
+  return run_executor(executor, recipe, catalog, composed, hardware);
+}
+
 // The front's plans get their full reports on the page, up to this many (evenly spaced beyond).
 constexpr size_t kMostFrontReports = 60;
 
@@ -46,12 +54,11 @@ void write_search_page(const std::string& file, const SearchResult& result, cons
   page.title = std::filesystem::path(context.recipe.file).stem().string() + ": search over " +
                std::to_string(context.recipe.cluster.num_gpus) + " x " + context.hardware;
   nlohmann::ordered_json map = search_map_json(result, context);
-  const bool walks = catalog.require(executor, PP_KIND_EXECUTOR).metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
   const size_t front = result.front.size(), reports = std::min(front, kMostFrontReports);
   for (size_t i = 0; i < reports; ++i) {
     const size_t at = reports == front ? i : i * (front - 1) / (reports - 1);
-    ComposedPlan composed = compose_ranked(context.recipe, catalog, result, result.front[at], walks);
-    map["front"][at]["report"] = run_executor(executor, context.recipe, catalog, composed, hardware).to_json();
+    map["front"][at]["report"] =
+        ranked_plan_report(context.recipe, catalog, result, result.front[at], hardware, executor).to_json();
   }
   if (reports < front)
     page.warnings.push_back("The Pareto front has " + std::to_string(front) + " plans; " + std::to_string(reports) +
@@ -161,11 +168,7 @@ int run_search_command(const std::vector<std::string>& arguments) {
     result = run_search(*recipe, catalog, settings);
     settings.progress = nullptr;
     if (result.top.empty()) throw PlanError(empty_search_message(result, *recipe));
-    if (!brief) {
-      const bool walks = catalog.require(executor, PP_KIND_EXECUTOR).metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
-      ComposedPlan composed = compose_ranked(*recipe, catalog, result, result.top.front(), walks);
-      winner = run_executor(executor, *recipe, catalog, composed, *hardware);
-    }
+    if (!brief) winner = ranked_plan_report(*recipe, catalog, result, result.top.front(), *hardware, executor);
     plan_class = comparable_class(*recipe, *hardware);
     if (!brief) add_uncertainty(winner, *interval_table_in_use, executor, plan_class);
   } catch (const InputError& failure) {
@@ -175,8 +178,12 @@ int run_search_command(const std::vector<std::string>& arguments) {
   SearchReportContext context{*recipe, settings, hardware->profile().name, train_tokens};
   context.interval = applicable_interval(*interval_table_in_use, executor, plan_class);
   context.interval_coverage = interval_table_in_use->coverage;
-  nlohmann::ordered_json json = search_json(result, context);
-  if (!brief) json["winner"] = winner.to_json();
+  // The JSON report, when it is printed or the page carries it.
+  nlohmann::ordered_json json;
+  if (common.json || !html_file.empty()) {
+    json = search_json(result, context);
+    if (!brief) json["winner"] = winner.to_json();
+  }
   if (!html_file.empty()) write_search_page(html_file, result, context, json, catalog, *hardware, executor);
   if (common.json) {
     report_stream() << dump_json(json) << "\n";

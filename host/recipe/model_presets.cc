@@ -7,8 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "host/plugin/plugin_search_path.h"
 #include "host/plugin/plugin_trust.h"
+#include "host/recipe/shipped_files.h"
 
 namespace paraplan::host {
 
@@ -33,11 +33,7 @@ std::vector<std::filesystem::path> model_preset_directories(const std::filesyste
       directories.emplace_back(entry);
     }
   }
-  if (const std::filesystem::path prefix = installation_prefix(); !prefix.empty())
-    directories.push_back(prefix / "share" / "paraplan" / "recipes" / "models");
-#ifdef PARAPLAN_SOURCE_RECIPES_DIR
-  directories.push_back(std::filesystem::path(PARAPLAN_SOURCE_RECIPES_DIR) / "models");
-#endif
+  for (const std::filesystem::path& root : shipped_roots()) directories.push_back(root / "models");
   return directories;
 }
 

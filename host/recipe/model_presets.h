@@ -2,9 +2,9 @@
 //
 // Search order: the recipe's directory and its parents' `models/` folders (so recipes in
 // recipes/ and recipes/scenarios/ both find recipes/models/), then PARAPLAN_MODEL_PATH
-// (colon-separated, absolute entries only), then <exe>/../share/paraplan/recipes/models (installed), then
-// the source tree's recipes/models. Presets are found implicitly, so the plugin path's rules apply where it
-// matters (plugin/plugin_trust.h): a directory or preset file anyone may write to, or that
+// (colon-separated, absolute entries only), then the shipped recipes' models/ (shipped_files.h:
+// the installed <prefix>/share/paraplan/recipes, then the source tree's recipes/). Presets are
+// found implicitly, so the plugin path's rules apply where it matters (plugin/plugin_trust.h): a directory or preset file anyone may write to, or that
 // belongs to neither this user nor root, is skipped with a warning, as are hidden files; a preset
 // that someone else could have planted in /tmp/models is not silently used.
 #pragma once

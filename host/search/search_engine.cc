@@ -21,6 +21,7 @@
 #include "host/plan/workload_builder.h"
 #include "host/plugin/plugin_instance.h"
 #include "host/core/divisors.h"
+#include "host/core/joined.h"
 #include "host/plan/strategy_application.h"
 #include "host/plugin/abi_history.h"
 #include "host/search/candidate_map.h"
@@ -637,10 +638,8 @@ std::string describe_strategies(const SearchSpace& space, const RankedPlan& plan
 }
 
 std::string ranked_plan_text(const SearchSpace& space, const RankedPlan& plan) {
-  std::string mesh;
-  for (const std::string& axis : plan.mesh_order) mesh += (mesh.empty() ? "" : "-") + axis;
   return describe_strategies(space, plan) + "; micro_batch " + std::to_string(plan.micro_batch) + ", recompute " +
-         recompute_text(plan) + ", mesh " + mesh;
+         recompute_text(plan) + ", mesh " + joined(plan.mesh_order, "-");
 }
 
 SearchResult run_search(const Recipe& recipe, const PluginCatalog& catalog, const SearchSettings& settings) {

@@ -12,18 +12,13 @@
 #include "host/core/joined.h"
 #include "paraplan/sdk.hpp"
 #include "host/model/position_embedding_names.h"
+#include "host/core/trimmed.h"
 #include "host/model/precision_names.h"
 #include "host/validate/csv_records.h"
 #include "host/recipe/input_file.h"
 
 namespace paraplan::host {
 namespace {
-
-std::string trimmed(const std::string& text) {
-  const size_t begin = text.find_first_not_of(" \t");
-  if (begin == std::string::npos) return "";
-  return text.substr(begin, text.find_last_not_of(" \t") - begin + 1);
-}
 
 // Which field of a record holds each column, from the header.
 class Header {

@@ -1,7 +1,7 @@
 // paraplan HTML report: draws the report embedded in this file (the JSON the command prints with
 // --json) with d3 (Debian's libjs-d3, embedded beside this script). Every chart marks its container
 // with data-drawn="<marks drawn>", and any script error is written into #paraplan-errors, so a
-// headless browser's DOM says whether the report drew (tests/cli/html_report_test.sh).
+// headless browser's DOM says whether the report drew (tests/cli/html_report_test.py).
 (function () {
   "use strict";
 
@@ -46,7 +46,13 @@
     var container = parent.append("div").attr("class", "chart").attr("data-chart", name);
     var svg = container.append("svg").attr("width", width).attr("height", height);
     return { container: container, svg: svg, body: svg.append("g").attr("transform", "translate(" + margin.left + "," + margin.top + ")"),
-             width: width - margin.left - margin.right, height: height - margin.top - margin.bottom };
+             width: width - margin.left - margin.right, height: height - margin.top - margin.bottom, left: margin.left };
+  }
+  // The axes' titles: below the x axis, and turned along the y axis 18 px from the chart's left edge.
+  function axisTitles(target, xTitle, yTitle) {
+    target.body.append("text").attr("x", target.width / 2).attr("y", target.height + 40).attr("text-anchor", "middle").text(xTitle);
+    target.body.append("text").attr("transform", "rotate(-90)").attr("x", -target.height / 2).attr("y", 18 - target.left)
+        .attr("text-anchor", "middle").text(yTitle);
   }
   function drawn(target, marks) { target.container.attr("data-drawn", marks); }
   function legend(parent, entries) {
@@ -279,10 +285,7 @@
       target.body.append("g").attr("class", "axis").attr("transform", "translate(0," + target.height + ")")
           .call(d3.svg.axis().scale(x).orient("bottom").ticks(5, ",.3r"));
       target.body.append("g").attr("class", "axis").call(d3.svg.axis().scale(y).orient("left").ticks(5, ",.3r"));
-      target.body.append("text").attr("x", target.width / 2).attr("y", target.height + 40).attr("text-anchor", "middle")
-          .text("measured " + metric);
-      target.body.append("text").attr("transform", "rotate(-90)").attr("x", -target.height / 2).attr("y", -62)
-          .attr("text-anchor", "middle").text("predicted " + metric);
+      axisTitles(target, "measured " + metric, "predicted " + metric);
       drawn(target, points.length);
     });
     legend(div, sources.map(function (source) { return { label: source, color: colors(source) }; }));
@@ -357,9 +360,7 @@
     target.body.append("g").attr("class", "axis").attr("transform", "translate(0," + target.height + ")")
         .call(d3.svg.axis().scale(x).orient("bottom").ticks(10).tickFormat(function (v) { return v / 1e9 + " GB"; }));
     target.body.append("g").attr("class", "axis").call(d3.svg.axis().scale(y).orient("left").ticks(8, function (v) { return seconds(v); }));
-    target.body.append("text").attr("x", target.width / 2).attr("y", target.height + 40).attr("text-anchor", "middle").text("memory per GPU");
-    target.body.append("text").attr("transform", "rotate(-90)").attr("x", -target.height / 2).attr("y", -72)
-        .attr("text-anchor", "middle").text("step time (log)");
+    axisTitles(target, "memory per GPU", "step time (log)");
     drawn(target, marks);
 
     var top = section(parent, "The top " + report.top.length + " (objective: " + report.objective + ")");
@@ -423,9 +424,7 @@
       if (numeric && x.base) axis.tickValues(values);
       target.body.append("g").attr("class", "axis").attr("transform", "translate(0," + target.height + ")").call(axis);
       target.body.append("g").attr("class", "axis").call(d3.svg.axis().scale(y).orient("left").ticks(8).tickFormat(figure.format));
-      target.body.append("text").attr("x", target.width / 2).attr("y", target.height + 40).attr("text-anchor", "middle").text(sweep.key);
-      target.body.append("text").attr("transform", "rotate(-90)").attr("x", -target.height / 2).attr("y", -72)
-          .attr("text-anchor", "middle").text(figure.label);
+      axisTitles(target, sweep.key, figure.label);
       drawn(target, points.length);
     });
     var table = section(parent, "Each value").append("table").attr("class", "settings");
