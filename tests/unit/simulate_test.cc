@@ -14,6 +14,7 @@
 #include <set>
 
 #include "event_engine.h"
+#include "finish_windows.h"
 #include "paraplan/cost_model.hpp"
 #include "rank_mesh.h"
 #include "stage_program.h"
@@ -343,6 +344,7 @@ TEST(SimulateEngine, TheSlowestMemberGatesACollective) {
   simulate::EngineOptions options;
   options.straggler_rank = 1;
   options.straggler_slowdown = 2.0;
+  options.record_timeline = true;  // keeps every finish time
   rank_program::RankMesh mesh(run.axes, 2, 1, -1, true);
   simulate::EventEngine engine(run.programs, mesh, run.profile, options);
   engine.run();
@@ -368,7 +370,9 @@ TEST(SimulateEngine, OverlappedTransfersSlowTheComputeBesideThem) {
     ToyRun run = toy({compute(compute_s), transfer});
     run.profile.overlap_compute_slowdown = 0.25;
     rank_program::RankMesh mesh(run.axes, 2, 1, -1, true);
-    simulate::EventEngine engine(run.programs, mesh, run.profile, {});
+    simulate::EngineOptions options;
+    options.record_timeline = true;  // keeps every finish time
+    simulate::EventEngine engine(run.programs, mesh, run.profile, options);
     engine.run();
     return std::pair{engine.step_s(), engine.record(0).finish[0]};
   };
@@ -377,6 +381,92 @@ TEST(SimulateEngine, OverlappedTransfersSlowTheComputeBesideThem) {
   EXPECT_DOUBLE_EQ(overlapped(1.0, 2.0, false).second, 1.25);
   EXPECT_DOUBLE_EQ(overlapped(1.0, 2.0, false).first, 2.0);
   EXPECT_DOUBLE_EQ(overlapped(1.0, 0.5, true).second, 1.0);
+}
+
+// Finish-time windows (finish_windows.h), by hand. Compute stream: c0, c1 on the path; stream 1:
+// x0 (waits for c0), x1, x2; c1 reads x0's finish time when it starts. Nothing on stream 1 waits
+// for c1, so all three may have finished by then: x0 must survive two later finishes, a window of
+// 3 (4, a power of two). When x2 waits for c1, only x0 and x1 can have finished: a window of 2.
+// The compute stream reads only the instruction before the running one: 1.
+TEST(FinishWindows, AStreamKeepsWhatCanFinishBeforeItsReaderStarts) {
+  auto windows = [](bool x2_waits_for_c1) {
+    rank_program::StageProgram program;
+    rank_program::Instruction c0 = compute(1.0), c1 = compute(1.0);
+    c0.on_path = c1.on_path = true;
+    c1.path_previous = 0;
+    rank_program::Instruction x0 = collective(1.0, 1, 0), x1 = collective(1.0, 1, 0), x2 = collective(1.0, 1, 0);
+    x0.deps_begin = 0, x0.deps_count = 1;  // c0
+    c1.deps_begin = 1, c1.deps_count = 1;  // x0
+    program.dependencies = {0, 1};
+    if (x2_waits_for_c1) {
+      x2.deps_begin = 2, x2.deps_count = 1;
+      program.dependencies.push_back(3);
+    }
+    program.instructions = {c0, x0, x1, c1, x2};
+    rank_program::index_streams(program, 4);
+    return simulate::finish_windows(program, 4);
+  };
+  const simulate::FinishWindows free = windows(false), held = windows(true);
+  EXPECT_EQ(free.mask[0] + 1, 1u);
+  EXPECT_EQ(free.mask[1] + 1, 4u);
+  EXPECT_EQ(held.mask[1] + 1, 2u);
+  EXPECT_EQ(held.block, 1u + 2u + 1u + 1u);  // streams 2 and 3 unused: one entry each
+  EXPECT_EQ(held.position, (std::vector<int32_t>{0, 0, 1, 1, 2}));
+}
+
+// The engine reads finish times from the windows: c1 waits for x0 (done at 0.1 s, x1 after it at
+// 0.2 s) and for y (stream 2, done at 2 s, owner 1), and starts at 2 s, after its path's c0 (1 s). It must
+// still find x0's finish among stream 1's, not x1's, and charge the second it waited to y. With a
+// timeline the engine checks every read against the full record (an undersized window throws).
+TEST(FinishWindows, TheEngineReadsAnInputsFinishAfterItsStreamMovedOn) {
+  rank_program::Instruction c0 = compute(1.0), c1 = compute(1.0);
+  c0.on_path = c1.on_path = true;
+  c1.path_previous = 0;
+  rank_program::Instruction x0 = collective(0.1, 1, 0), x1 = collective(0.1, 1, 0), y = collective(2.0, 2, 1);
+  x0.owner = 0;
+  y.owner = 1;
+  c1.deps_begin = 0, c1.deps_count = 2;
+  ToyRun run = toy({c0, x0, x1, y, c1}, {1, 3});
+  run.programs.owners = {"dp", "other"};
+  simulate::EngineOptions options;
+  options.record_timeline = true;
+  rank_program::RankMesh mesh(run.axes, 2, 1, -1, true);
+  simulate::EventEngine engine(run.programs, mesh, run.profile, options);
+  ASSERT_NO_THROW(engine.run());
+  EXPECT_DOUBLE_EQ(engine.step_s(), 3.0);
+  EXPECT_DOUBLE_EQ(engine.record(0).exposed_comm_s[1], 1.0);
+  EXPECT_DOUBLE_EQ(engine.record(0).exposed_comm_s[0], 0.0);
+  EXPECT_EQ(engine.finish_times_per_rank(), 1u + 2u + 1u + 1u);
+}
+
+// A rank's finish times are bounded by its program's structure, not its length: four times the
+// micro-batches, the same windows. The simulator keeps every finish time beside the windows when
+// it records a timeline and checks each read against it: every shipped scenario runs so, with
+// expert imbalance.
+TEST(FinishWindows, DoNotGrowWithTheStepAndLoseNothingRead) {
+  const std::string gpt3 = std::string(PARAPLAN_RECIPES_DIR) + "/simulate/gpt3-175b-512xa100.toml";
+  auto largest_block = [&](int micro_batches) {
+    const Evaluated run = test::evaluate_file(gpt3, "simulate", {"training.global_batch=" + std::to_string(8 * micro_batches)});
+    EXPECT_EQ(run.number("pipeline.micro_batches"), micro_batches);
+    return run.number("simulation.finish_times_per_rank");
+  };
+  const double block = largest_block(16);
+  EXPECT_GT(block, 0);
+  EXPECT_EQ(largest_block(64), block);
+  const std::string trace = (std::filesystem::temp_directory_path() / "paraplan_finish_windows_trace.json").string();
+  const std::string with_trace = "executor.simulate.trace=\"" + trace + "\"", imbalance = "executor.simulate.expert_imbalance=0.3";
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(PARAPLAN_RECIPES_DIR) + "/scenarios")) {
+    SCOPED_TRACE(entry.path().filename().string());
+    EXPECT_NO_THROW(test::evaluate_file(entry.path().string(), "simulate", {with_trace, imbalance}));
+  }
+  // Every rank where that takes under a second: MoE with rotating imbalance, a hybrid, a pipeline.
+  for (const char* name : {"gpt-oss-120b-64xh100", "nemotron-3-nano-8xb300", "seed3-pp8-80-layers-32-micro-batches",
+                           "seed6-mixtral-8x7b-ep8-8xh100", "seed7-deepseek-v3-256xb200"}) {
+    SCOPED_TRACE(name);
+    EXPECT_NO_THROW(test::evaluate_file(std::string(PARAPLAN_RECIPES_DIR) + "/scenarios/" + name + ".toml", "simulate",
+                                        {with_trace, imbalance, "executor.simulate.ranks=all"}));
+  }
+  std::remove(trace.c_str());
 }
 
 TEST(SimulateEngine, AReceiveThatNeverArrivesIsReportedNotHung) {

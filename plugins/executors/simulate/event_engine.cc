@@ -6,6 +6,7 @@
 
 #include "paraplan/cost_model.hpp"
 #include "paraplan/sdk.hpp"
+#include "finish_windows.h"
 #include "shared_links.h"
 
 namespace simulate {
@@ -32,26 +33,23 @@ uint32_t compute_tag(int16_t stream, uint32_t version) {
 }
 bool current_version(uint32_t tag, uint32_t version) { return (tag >> kStreamBits) == (version & (~0u >> kStreamBits)); }
 
-struct RankState {
-  const StageProgram* program = nullptr;
-  std::vector<int32_t> head;          // per stream: the instruction it runs next, -1 when done
-  std::vector<uint8_t> stream_state;  // per stream
-  std::vector<double> started;        // per stream: when its running instruction started
-  std::vector<double> arrived;        // per boundary message slot, -1 until it arrives
-  std::vector<int16_t> streams;       // the streams the program uses
-  double compute_slowdown = 1;
-  // The compute stream's running instruction, timed by the work it has left: it runs slower
-  // while overlapped transfers (`contending` of them) run on the rank.
-  int32_t contending = 0;
-  bool computing = false;           // a compute instruction (not a host wait) runs on stream 0
-  bool slowed = false;              // ... and has run slower at some point
-  double nominal_s = 0;             // its time alone
+// The compute stream's running instruction on one rank, timed by the work it has left: it runs
+// slower while overlapped transfers (`contending` of them) run on the rank.
+struct ComputePace {
+  double slowdown = 1;  // the straggler's
+  double nominal_s = 0;  // the running instruction's time alone
   double remaining_s = 0, rate = 1, updated = 0;
   uint32_t version = 0;
+  int32_t contending = 0;
+  bool computing = false;  // a compute instruction (not a host wait) runs on stream 0
+  bool slowed = false;     // ... and has run slower at some point
 };
 
 }  // namespace
 
+// Per-rank state lives in flat arrays indexed by rank and stream (at()), not in per-rank objects,
+// so a rank costs a few hundred bytes plus its finish-time windows (finish_windows.h), and the
+// event loop touches a few cache lines per event whatever the rank count.
 class EventEngine::State {
  public:
   State(const ProgramSet& programs, const RankMesh& mesh, const pp_hardware_profile& profile,
@@ -61,36 +59,50 @@ class EventEngine::State {
         options_(options),
         tiers_(std::max<uint32_t>(profile.tier_count, 1)),
         slowdown_(paraplan::cost::overlap_compute_slowdown(profile)),
+        streams_(programs.streams.size()),
+        slots_(static_cast<size_t>(std::max(programs.message_slots, 0))),
         records_(records),
         links_(static_cast<size_t>(mesh.size()) * tiers_ * 2, queue_) {
-    const size_t streams = programs.streams.size();
-    if (streams > kStreamMask + 1)
+    if (streams_ > kStreamMask + 1)
       throw paraplan::Error(PP_ERROR_UNSUPPORTED, "the simulation runs at most " + std::to_string(kStreamMask + 1) +
-                                                      " streams per rank; the plan needs " + std::to_string(streams));
-    ranks_.resize(static_cast<size_t>(mesh.size()));
-    records_.resize(static_cast<size_t>(mesh.size()));
+                                                      " streams per rank; the plan needs " + std::to_string(streams_));
+    for (const StageProgram& program : programs.stages) {
+      windows_.push_back(finish_windows(program, streams_));
+      std::vector<int16_t>& used = stage_streams_.emplace_back();
+      for (size_t stream = 0; stream < streams_; ++stream)
+        if (program.first_on_stream[stream] >= 0) used.push_back(static_cast<int16_t>(stream));
+    }
+    const size_t ranks = static_cast<size_t>(mesh.size());
+    stage_.resize(ranks);
+    window_base_.resize(ranks + 1, 0);
     for (int32_t r = 0; r < mesh.size(); ++r) {
-      RankState& rank = ranks_[static_cast<size_t>(r)];
-      rank.program = &programs.stages.at(static_cast<size_t>(mesh.stage(r)));
-      rank.head = rank.program->first_on_stream;
-      rank.stream_state.assign(streams, kIdle);
-      rank.started.assign(streams, 0.0);
-      rank.arrived.assign(static_cast<size_t>(programs.message_slots), -1.0);
-      for (size_t stream = 0; stream < streams; ++stream)
-        if (rank.head[stream] >= 0) rank.streams.push_back(static_cast<int16_t>(stream));
-      if (r == options.straggler_rank) rank.compute_slowdown = options.straggler_slowdown;
+      stage_[static_cast<size_t>(r)] = mesh.stage(r);
+      window_base_[static_cast<size_t>(r) + 1] = window_base_[static_cast<size_t>(r)] + windows(r).block;
+    }
+    finish_.assign(window_base_.back(), -1.0);
+    head_.resize(ranks * streams_);
+    stream_state_.assign(ranks * streams_, kIdle);
+    started_.assign(ranks * streams_, 0.0);
+    done_.assign(ranks * streams_, 0);
+    arrived_.assign(ranks * slots_, -1.0);
+    pace_.resize(ranks);
+    records_.resize(ranks);
+    for (int32_t r = 0; r < mesh.size(); ++r) {
+      const StageProgram& stage = program(r);
+      std::copy(stage.first_on_stream.begin(), stage.first_on_stream.end(), head_.begin() + static_cast<ptrdiff_t>(at(r, 0)));
+      if (r == options.straggler_rank) pace_[static_cast<size_t>(r)].slowdown = options.straggler_slowdown;
       RankRecord& record = records_[static_cast<size_t>(r)];
-      record.finish.assign(rank.program->instructions.size(), -1.0);
       if (options.record_timeline) {
-        record.start.assign(rank.program->instructions.size(), -1.0);
-        record.memory.emplace_back(0.0, rank.program->static_bytes);
+        record.start.assign(stage.instructions.size(), -1.0);
+        record.finish.assign(stage.instructions.size(), -1.0);
+        record.memory.emplace_back(0.0, stage.static_bytes);
       }
-      record.busy_s.assign(streams, 0.0);
+      record.busy_s.assign(streams_, 0.0);
       record.exposed_comm_s.assign(programs.owners.size(), 0.0);
     }
     // Streams: compute, then two per axis (its collectives, its gradient reductions), then host.
-    const int32_t axes = static_cast<int32_t>((streams - 2) / 2);
-    arrivals_.resize(streams);
+    const int32_t axes = static_cast<int32_t>((streams_ - 2) / 2);
+    arrivals_.resize(streams_);
     for (int32_t axis = 0; axis < axes; ++axis) {
       for (size_t stream : {1 + 2 * static_cast<size_t>(axis), 2 + 2 * static_cast<size_t>(axis)})
         arrivals_[stream].assign(static_cast<size_t>(mesh.groups(axis)), 0);
@@ -99,7 +111,13 @@ class EventEngine::State {
     }
   }
 
-  const StageProgram& program(int32_t rank) const { return *ranks_[static_cast<size_t>(rank)].program; }
+  uint32_t finish_times_per_rank() const {
+    uint32_t most = 0;
+    for (const FinishWindows& stage : windows_) most = std::max(most, stage.block);
+    return most;
+  }
+
+  const StageProgram& program(int32_t r) const { return programs_.stages[static_cast<size_t>(stage_[static_cast<size_t>(r)])]; }
 
   // Returns the step's end and the events processed.
   std::pair<double, uint64_t> run() {
@@ -111,7 +129,7 @@ class EventEngine::State {
       // Re-timed transfers and compute: a later event stands for them.
       const int16_t stream = static_cast<int16_t>(event.tag & kStreamMask);
       if (event.flow ? !links_.current(event.target, event.tag)
-                     : stream == 0 && !current_version(event.tag, ranks_[static_cast<size_t>(event.target)].version))
+                     : stream == 0 && !current_version(event.tag, pace_[static_cast<size_t>(event.target)].version))
         continue;
       ++events;
       now = event.time;
@@ -127,6 +145,26 @@ class EventEngine::State {
   }
 
  private:
+  size_t at(int32_t r, size_t stream) const { return static_cast<size_t>(r) * streams_ + stream; }
+  const FinishWindows& windows(int32_t r) const { return windows_[static_cast<size_t>(stage_[static_cast<size_t>(r)])]; }
+
+  // Streams run in order: instruction i has finished once its stream has completed past it.
+  bool finished(int32_t r, int32_t i) const {
+    const Instruction& instruction = program(r).instructions[static_cast<size_t>(i)];
+    return done_[at(r, static_cast<size_t>(instruction.stream))] > windows(r).position[static_cast<size_t>(i)];
+  }
+  // When instruction i finished on rank r, -1 if it has not (or i is -1). A timeline keeps every
+  // finish time besides: the window is checked against it (tests run plans with one).
+  double finish_time(int32_t r, int32_t i) const {
+    if (i < 0 || !finished(r, i)) return -1.0;
+    const double kept =
+        finish_[window_base_[static_cast<size_t>(r)] + windows(r).slot(program(r).instructions[static_cast<size_t>(i)], i)];
+    if (options_.record_timeline && kept != records_[static_cast<size_t>(r)].finish[static_cast<size_t>(i)])
+      throw paraplan::Error(PP_ERROR_INTERNAL, "simulate: rank " + std::to_string(r) + "'s finish-time window lost instruction " +
+                                                   std::to_string(i) + " before it was read");
+    return kept;
+  }
+
   void finish_transfer(int32_t flow, double now) {
     links_.finish(flow, now);
     // Copied out: advancing the members may start a transfer that reuses the flow's slot.
@@ -137,7 +175,7 @@ class EventEngine::State {
     const int16_t stream = transfer.stream;
     const int32_t receiver = transfer.receiver, message = transfer.message;
     for (int32_t member : finishing_) complete(member, stream, now);
-    if (receiver >= 0 && message >= 0) ranks_[static_cast<size_t>(receiver)].arrived[static_cast<size_t>(message)] = now;
+    if (receiver >= 0 && message >= 0) arrived_[static_cast<size_t>(receiver) * slots_ + static_cast<size_t>(message)] = now;
     for (int32_t member : finishing_) advance(member, now);
     if (receiver >= 0) advance(receiver, now);
   }
@@ -145,62 +183,62 @@ class EventEngine::State {
   // Starts whatever can start on `rank` now. A zero-time instruction finishes at once and may
   // unblock others, so the sweep repeats while one did.
   void advance(int32_t r, double now) {
-    RankState& rank = ranks_[static_cast<size_t>(r)];
+    const std::vector<int16_t>& streams = stage_streams_[static_cast<size_t>(stage_[static_cast<size_t>(r)])];
     for (bool finished_at_once = true; finished_at_once;) {
       finished_at_once = false;
-      for (int16_t stream : rank.streams) {
-        const size_t si = static_cast<size_t>(stream);
-        const int32_t i = rank.head[si];
-        if (i < 0 || rank.stream_state[si] != kIdle || !ready(r, i)) continue;
+      for (int16_t stream : streams) {
+        const size_t k = at(r, static_cast<size_t>(stream));
+        const int32_t i = head_[k];
+        if (i < 0 || stream_state_[k] != kIdle || !ready(r, i)) continue;
         begin(r, stream, i, now);
-        finished_at_once |= rank.stream_state[si] == kIdle;
+        finished_at_once |= stream_state_[k] == kIdle;
       }
     }
   }
 
   bool ready(int32_t r, int32_t i) const {
-    const RankState& rank = ranks_[static_cast<size_t>(r)];
-    const RankRecord& record = records_[static_cast<size_t>(r)];
-    const Instruction& instruction = rank.program->instructions[static_cast<size_t>(i)];
-    if (instruction.receive >= 0 && rank.arrived[static_cast<size_t>(instruction.receive)] < 0) return false;
-    const int32_t* deps = rank.program->dependencies.data() + instruction.deps_begin;
+    const StageProgram& stage = program(r);
+    const Instruction& instruction = stage.instructions[static_cast<size_t>(i)];
+    if (instruction.receive >= 0 && arrived_[static_cast<size_t>(r) * slots_ + static_cast<size_t>(instruction.receive)] < 0)
+      return false;
+    const int32_t* deps = stage.dependencies.data() + instruction.deps_begin;
     for (uint32_t d = 0; d < instruction.deps_count; ++d)
-      if (record.finish[static_cast<size_t>(deps[d])] < 0) return false;
+      if (!finished(r, deps[d])) return false;
     return true;
   }
 
   void begin(int32_t r, int16_t stream, int32_t i, double now) {
-    RankState& rank = ranks_[static_cast<size_t>(r)];
     RankRecord& record = records_[static_cast<size_t>(r)];
-    const Instruction& instruction = rank.program->instructions[static_cast<size_t>(i)];
-    const size_t si = static_cast<size_t>(stream);
-    rank.started[si] = now;
+    const StageProgram& stage = program(r);
+    const Instruction& instruction = stage.instructions[static_cast<size_t>(i)];
+    const size_t k = at(r, static_cast<size_t>(stream));
+    started_[k] = now;
     if (options_.record_timeline) record.start[static_cast<size_t>(i)] = now;
     if (instruction.on_path) charge_wait(r, i, now);
     switch (instruction.kind) {
       case Work::kMemory:
         record.activation_bytes += instruction.bytes;
         record.peak_activation_bytes = std::max(record.peak_activation_bytes, record.activation_bytes);
-        if (options_.record_timeline)
-          record.memory.emplace_back(now, rank.program->static_bytes + record.activation_bytes);
+        if (options_.record_timeline) record.memory.emplace_back(now, stage.static_bytes + record.activation_bytes);
         complete(r, stream, now);
         return;
       case Work::kMarker: complete(r, stream, now); return;
       case Work::kCompute: {
-        rank.stream_state[si] = kRunning;
+        stream_state_[k] = kRunning;
         if (stream != 0) {
           queue_.push(now + instruction.seconds, r, compute_tag(stream, 0), /*flow=*/false);
           return;
         }
-        rank.nominal_s = instruction.seconds * rank.compute_slowdown * expert_factor(r, instruction);
-        rank.computing = !instruction.host_wait;  // an idle GPU loses nothing to the transfers
-        rank.slowed = false;
-        rank.remaining_s = rank.nominal_s;
+        ComputePace& pace = pace_[static_cast<size_t>(r)];
+        pace.nominal_s = instruction.seconds * pace.slowdown * expert_factor(r, instruction);
+        pace.computing = !instruction.host_wait;  // an idle GPU loses nothing to the transfers
+        pace.slowed = false;
+        pace.remaining_s = pace.nominal_s;
         time_compute(r, now);
         return;
       }
       case Work::kSend: {
-        rank.stream_state[si] = kRunning;
+        stream_state_[k] = kRunning;
         const int32_t receiver = mesh_.at_stage(r, instruction.peer_stage);
         ports_.assign({port(r, instruction.tier, 0), port(receiver, instruction.tier, 1)});
         members_.assign(1, r);
@@ -209,18 +247,18 @@ class EventEngine::State {
         return;
       }
       case Work::kCollective: {
-        rank.stream_state[si] = kWaiting;
+        stream_state_[k] = kWaiting;
         const int32_t axis = instruction.axis;
-        int32_t& waiting = arrivals_[si][static_cast<size_t>(mesh_.group(r, axis))];
+        int32_t& waiting = arrivals_[static_cast<size_t>(stream)][static_cast<size_t>(mesh_.group(r, axis))];
         if (++waiting < group_size_[static_cast<size_t>(axis)]) return;
         waiting = 0;  // the slowest member has arrived: everyone starts now
         mesh_.members(r, axis, members_);
         ports_.clear();
         for (int32_t member : members_) {
-          RankState& other = ranks_[static_cast<size_t>(member)];
-          other.stream_state[si] = kRunning;
-          other.started[si] = now;
-          if (options_.record_timeline) records_[static_cast<size_t>(member)].start[static_cast<size_t>(other.head[si])] = now;
+          const size_t mk = at(member, static_cast<size_t>(stream));
+          stream_state_[mk] = kRunning;
+          started_[mk] = now;
+          if (options_.record_timeline) records_[static_cast<size_t>(member)].start[static_cast<size_t>(head_[mk])] = now;
           ports_.push_back(port(member, instruction.tier, 0));
           ports_.push_back(port(member, instruction.tier, 1));
         }
@@ -232,22 +270,22 @@ class EventEngine::State {
 
   // Queues the end of the compute stream's running instruction at the pace it runs at now.
   void time_compute(int32_t r, double now) {
-    RankState& rank = ranks_[static_cast<size_t>(r)];
-    rank.updated = now;
-    rank.rate = rank.computing && rank.contending > 0 ? 1.0 / (1.0 + slowdown_) : 1.0;
-    rank.slowed |= rank.rate < 1.0;
-    ++rank.version;
-    queue_.push(now + rank.remaining_s / rank.rate, r, compute_tag(0, rank.version), /*flow=*/false);
+    ComputePace& pace = pace_[static_cast<size_t>(r)];
+    pace.updated = now;
+    pace.rate = pace.computing && pace.contending > 0 ? 1.0 / (1.0 + slowdown_) : 1.0;
+    pace.slowed |= pace.rate < 1.0;
+    ++pace.version;
+    queue_.push(now + pace.remaining_s / pace.rate, r, compute_tag(0, pace.version), /*flow=*/false);
   }
 
   // An overlapped transfer starts (+1) or ends (-1) on rank r: its compute changes pace when the
   // first one starts or the last one ends.
   void contend(int32_t r, int32_t change, double now) {
-    RankState& rank = ranks_[static_cast<size_t>(r)];
-    const bool before = rank.contending > 0;
-    rank.contending += change;
-    if (slowdown_ <= 0 || !rank.computing || before == (rank.contending > 0)) return;
-    rank.remaining_s = std::max(0.0, rank.remaining_s - (now - rank.updated) * rank.rate);
+    ComputePace& pace = pace_[static_cast<size_t>(r)];
+    const bool before = pace.contending > 0;
+    pace.contending += change;
+    if (slowdown_ <= 0 || !pace.computing || before == (pace.contending > 0)) return;
+    pace.remaining_s = std::max(0.0, pace.remaining_s - (now - pace.updated) * pace.rate);
     time_compute(r, now);
   }
 
@@ -267,26 +305,29 @@ class EventEngine::State {
 
   // The instruction heading `stream` on `rank` has finished.
   void complete(int32_t r, int16_t stream, double now) {
-    RankState& rank = ranks_[static_cast<size_t>(r)];
     RankRecord& record = records_[static_cast<size_t>(r)];
-    const size_t si = static_cast<size_t>(stream);
-    const int32_t i = rank.head[si];
-    const Instruction& instruction = rank.program->instructions[static_cast<size_t>(i)];
-    record.finish[static_cast<size_t>(i)] = now;
-    const double ran = now - rank.started[si];
-    if (instruction.kind != Work::kMarker && instruction.kind != Work::kMemory) record.busy_s[si] += ran;
+    const StageProgram& stage = program(r);
+    const size_t k = at(r, static_cast<size_t>(stream));
+    const int32_t i = head_[k];
+    const Instruction& instruction = stage.instructions[static_cast<size_t>(i)];
+    finish_[window_base_[static_cast<size_t>(r)] + windows(r).slot(instruction, i)] = now;
+    ++done_[k];
+    if (options_.record_timeline) record.finish[static_cast<size_t>(i)] = now;
+    const double ran = now - started_[k];
+    if (instruction.kind != Work::kMarker && instruction.kind != Work::kMemory) record.busy_s[static_cast<size_t>(stream)] += ran;
     // Compute's time beyond its own is what the transfers beside it cost.
-    const bool slowed = stream == 0 && instruction.kind == Work::kCompute && rank.computing && rank.slowed;
-    if (stream == 0 && instruction.kind == Work::kCompute) rank.computing = false;
+    ComputePace& pace = pace_[static_cast<size_t>(r)];
+    const bool slowed = stream == 0 && instruction.kind == Work::kCompute && pace.computing && pace.slowed;
+    if (stream == 0 && instruction.kind == Work::kCompute) pace.computing = false;
     if (instruction.on_path) {
-      const double lost = slowed ? std::max(0.0, ran - rank.nominal_s) : 0.0;
+      const double lost = slowed ? std::max(0.0, ran - pace.nominal_s) : 0.0;
       charge(record, instruction, ran - lost);
       record.contention_s += lost;
       if (instruction.step >= 0) record.contention_in_steps_s += lost;
     }
     if (instruction.step_end) record.pipeline_end_s = now;
-    rank.head[si] = rank.program->next_on_stream[static_cast<size_t>(i)];
-    rank.stream_state[si] = kIdle;
+    head_[k] = stage.next_on_stream[static_cast<size_t>(i)];
+    stream_state_[k] = kIdle;
   }
 
   // Path time: compute, in the steps or after them; communication is its owner's exposed time.
@@ -305,27 +346,28 @@ class EventEngine::State {
   // its inputs: a transfer it could not hide (charged to the transfer's owner), a boundary
   // message or another rank (left to the bubble).
   void charge_wait(int32_t r, int32_t i, double now) {
-    const RankState& rank = ranks_[static_cast<size_t>(r)];
     RankRecord& record = records_[static_cast<size_t>(r)];
-    const StageProgram& program = *rank.program;
-    const Instruction& instruction = program.instructions[static_cast<size_t>(i)];
-    const double previous =
-        instruction.path_previous >= 0 ? record.finish[static_cast<size_t>(instruction.path_previous)] : 0.0;
+    const StageProgram& stage = program(r);
+    const Instruction& instruction = stage.instructions[static_cast<size_t>(i)];
+    const double previous = instruction.path_previous >= 0 ? finish_time(r, instruction.path_previous) : 0.0;
     if (now <= previous) return;
     double latest = previous;
     int32_t cause = -1;
     auto consider = [&](int32_t input) {
-      if (input >= 0 && record.finish[static_cast<size_t>(input)] > latest) {
-        latest = record.finish[static_cast<size_t>(input)];
+      const double finished_at = finish_time(r, input);
+      if (finished_at > latest) {
+        latest = finished_at;
         cause = input;
       }
     };
-    const int32_t* deps = program.dependencies.data() + instruction.deps_begin;
+    const int32_t* deps = stage.dependencies.data() + instruction.deps_begin;
     for (uint32_t d = 0; d < instruction.deps_count; ++d) consider(deps[d]);
-    consider(program.previous_on_stream[static_cast<size_t>(i)]);
-    if (instruction.receive >= 0 && rank.arrived[static_cast<size_t>(instruction.receive)] > latest) return;
-    if (cause < 0 || program.instructions[static_cast<size_t>(cause)].owner < 0) return;
-    Instruction charged = program.instructions[static_cast<size_t>(cause)];
+    consider(stage.previous_on_stream[static_cast<size_t>(i)]);
+    if (instruction.receive >= 0 &&
+        arrived_[static_cast<size_t>(r) * slots_ + static_cast<size_t>(instruction.receive)] > latest)
+      return;
+    if (cause < 0 || stage.instructions[static_cast<size_t>(cause)].owner < 0) return;
+    Instruction charged = stage.instructions[static_cast<size_t>(cause)];
     charged.step = instruction.step;  // the wait belongs to where the path was
     charge(record, charged, now - previous);
   }
@@ -348,12 +390,12 @@ class EventEngine::State {
   // An instruction still unfinished when nothing is left to happen can never run.
   void check_finished() const {
     for (int32_t r = 0; r < mesh_.size(); ++r) {
-      const RankState& rank = ranks_[static_cast<size_t>(r)];
-      for (int16_t stream : rank.streams) {
-        const int32_t i = rank.head[static_cast<size_t>(stream)];
+      for (int16_t stream : stage_streams_[static_cast<size_t>(stage_[static_cast<size_t>(r)])]) {
+        const int32_t i = head_[at(r, static_cast<size_t>(stream))];
         if (i < 0) continue;
-        const Instruction& instruction = rank.program->instructions[static_cast<size_t>(i)];
-        const std::string label = instruction.label >= 0 ? rank.program->labels[static_cast<size_t>(instruction.label)]
+        const StageProgram& stage = program(r);
+        const Instruction& instruction = stage.instructions[static_cast<size_t>(i)];
+        const std::string label = instruction.label >= 0 ? stage.labels[static_cast<size_t>(instruction.label)]
                                                          : std::string("a step boundary");
         throw paraplan::Error(PP_ERROR_UNSUPPORTED,
                               "the simulation cannot finish the step: rank " + std::to_string(mesh_.global_rank(r)) +
@@ -368,8 +410,23 @@ class EventEngine::State {
   EngineOptions options_;
   uint32_t tiers_;
   double slowdown_;  // compute's, beside overlapped communication (pp_hardware_profile)
+  size_t streams_;   // per rank, every stage alike (ProgramSet::streams)
+  size_t slots_;     // boundary message slots per rank
   std::vector<RankRecord>& records_;
-  std::vector<RankState> ranks_;
+  // Per stage.
+  std::vector<FinishWindows> windows_;
+  std::vector<std::vector<int16_t>> stage_streams_;  // the streams its program uses
+  // Per rank.
+  std::vector<int32_t> stage_;
+  std::vector<size_t> window_base_;  // its block of finish_ (one past the last rank's: the total)
+  std::vector<ComputePace> pace_;
+  // Per rank and stream, at(rank, stream).
+  std::vector<int32_t> head_;           // the instruction it runs next, -1 when done
+  std::vector<uint8_t> stream_state_;
+  std::vector<double> started_;         // when its running instruction started
+  std::vector<int32_t> done_;           // instructions it has completed
+  std::vector<double> finish_;          // finish times, per rank a block of per-stream rings
+  std::vector<double> arrived_;         // per rank and boundary message slot, -1 until it arrives
   EventQueue queue_;
   SharedLinks links_;
   std::vector<Transfer> transfers_;  // per flow id
@@ -387,6 +444,8 @@ EventEngine::EventEngine(const ProgramSet& programs, const RankMesh& mesh, const
 EventEngine::~EventEngine() = default;
 
 const StageProgram& EventEngine::program(int32_t rank) const { return state_->program(rank); }
+
+uint32_t EventEngine::finish_times_per_rank() const { return state_->finish_times_per_rank(); }
 
 void EventEngine::run() { std::tie(step_s_, events_) = state_->run(); }
 

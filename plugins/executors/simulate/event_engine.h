@@ -47,7 +47,7 @@ struct EngineOptions {
 
 // What one simulated rank did.
 struct RankRecord {
-  std::vector<double> start, finish;      // per instruction (start only with record_timeline)
+  std::vector<double> start, finish;      // per instruction, with record_timeline only
   std::vector<double> busy_s;             // per stream: time it ran something
   // The rank's path (compute, critical communication) split by what its time went to: compute
   // in the schedule steps and after them, and per owner the communication it ran or waited for
@@ -78,6 +78,8 @@ class EventEngine {
 
   double step_s() const { return step_s_; }
   uint64_t events() const { return events_; }
+  // The most finish times one rank keeps (finish_windows.h): bounded by its program's structure.
+  uint32_t finish_times_per_rank() const;
   const RankRecord& record(int32_t rank) const { return records_[static_cast<size_t>(rank)]; }
   const StageProgram& program(int32_t rank) const;
 

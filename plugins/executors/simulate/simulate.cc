@@ -32,6 +32,7 @@
 //   memory.per_gpu_bytes, memory.capacity_bytes, memory.fits   the fullest stage
 //   throughput.*                tokens/s and MFU, as the analytic executor defines them
 //   simulation.ranks, simulation.events, trace.file, trace.events
+//   simulation.finish_times_per_rank           the most finish times one rank keeps (finish_windows.h)
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -111,6 +112,7 @@ class Simulate : public paraplan::Executor {
     report_throughput(results, plan, engine.step_s(), profile);
     results.number("simulation.ranks", mesh.size());
     results.number("simulation.events", static_cast<double>(engine.events()));
+    results.number("simulation.finish_times_per_rank", engine.finish_times_per_rank());
     if (!trace_.empty()) {
       const uint64_t events = write_trace(programs, mesh, engine);
       results.text("trace.file", trace_);
