@@ -3,11 +3,15 @@
 //
 //   BM_Simulate/<recipe>          one representative rank per pipeline stage (the default)
 //   BM_SimulateEveryRank/<recipe> --ranks all: every rank of the cluster
-// Counters: simulated events per second, and plans simulated per second.
+//   BM_SimulateWeakScaling/<ranks> --ranks all on the GPT-3 recipe (TP 8 x PP 8, 64 micro-batches
+//                                 per data-parallel rank), data parallelism grown to <ranks> GPUs
+// Counters: simulated events per second, nanoseconds per event (the whole iteration: composing
+// and building the programs included), and plans simulated per second.
 // Run: build/default/bin/paraplan_simulate_benchmark [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -26,13 +30,14 @@ const PluginCatalog& catalog() {
   return plugins;
 }
 
-void simulate(benchmark::State& state, const std::filesystem::path& file, bool every_rank) {
+void simulate(benchmark::State& state, const std::filesystem::path& file, std::vector<std::string> overrides) {
   RecipeReaderOptions options;
-  if (every_rank) options.overrides = {"executor.simulate.ranks=all"};
+  options.overrides = std::move(overrides);
   std::unique_ptr<Recipe> recipe = read_recipe(file, options);
   std::unique_ptr<HardwareBinding> hardware = open_hardware(*recipe, catalog());
   const int64_t per_node = gpus_per_node(*recipe, *hardware);
   double events = 0;
+  const std::clock_t started = std::clock();  // CPU time, as the benchmark's own column
   for (auto _ : state) {
     ComposedPlan composed = compose_plan(*recipe, catalog(), per_node, /*wants_schedule=*/true);
     ResultTree results = run_executor("simulate", *recipe, catalog(), composed, *hardware);
@@ -40,6 +45,7 @@ void simulate(benchmark::State& state, const std::filesystem::path& file, bool e
     benchmark::DoNotOptimize(results);
   }
   state.counters["events_per_s"] = benchmark::Counter(events, benchmark::Counter::kIsRate);
+  state.counters["ns_per_event"] = 1e9 * static_cast<double>(std::clock() - started) / CLOCKS_PER_SEC / events;
   state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
@@ -51,11 +57,21 @@ const bool registered = [] {
   std::sort(recipes.begin(), recipes.end());
   for (const std::filesystem::path& recipe : recipes) {
     const std::string name = recipe.stem().string();
-    benchmark::RegisterBenchmark(("BM_Simulate/" + name).c_str(), simulate, recipe, false)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("BM_Simulate/" + name).c_str(), simulate, recipe, std::vector<std::string>{})
+        ->Unit(benchmark::kMillisecond);
   }
-  benchmark::RegisterBenchmark("BM_SimulateEveryRank/gpt3-175b-512xa100", simulate,
-                               std::filesystem::path(PARAPLAN_RECIPES_DIR "/simulate/gpt3-175b-512xa100.toml"), true)
+  const std::filesystem::path gpt3(PARAPLAN_RECIPES_DIR "/simulate/gpt3-175b-512xa100.toml");
+  const std::string every_rank = "executor.simulate.ranks=all";
+  benchmark::RegisterBenchmark("BM_SimulateEveryRank/gpt3-175b-512xa100", simulate, gpt3, std::vector{every_rank})
       ->Unit(benchmark::kMillisecond);
+  // Issue 20: the cost of an event must not grow with the ranks (64 micro-batches per rank, so
+  // events grow with them).
+  for (int ranks : {64, 512, 4096, 16384}) {
+    const std::string n = std::to_string(ranks);
+    benchmark::RegisterBenchmark(("BM_SimulateWeakScaling/" + n).c_str(), simulate, gpt3,
+                                 std::vector{every_rank, "cluster.num_gpus=" + n, "training.global_batch=" + n})
+        ->Unit(benchmark::kMillisecond);
+  }
   return true;
 }();
 
