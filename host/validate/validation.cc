@@ -31,11 +31,6 @@ std::string reason_of(const std::string& message, const MeasuredRun& run) {
   return std::string(rest);
 }
 
-std::string option_value(const StrategyOption& option, const std::string& key) {
-  for (const auto& [name, node] : option.values)
-    if (name == key) return scalar_text(*node);
-  return "";
-}
 
 }  // namespace
 
@@ -48,30 +43,6 @@ SearchSettings prediction_settings() {
   return settings;
 }
 
-std::string describe_plan(const SearchSpace& space, const RankedPlan& plan) {
-  std::string text;
-  auto add = [&](const std::string& part) { text += (text.empty() ? "" : " ") + part; };
-  for (size_t level = 0; level < space.slots.size(); ++level) {
-    if (plan.degrees[level] == 0) continue;
-    const StrategyOption& option = space.slots[level].options[plan.options[level]];
-    const std::string name = option.plugin->name(), degree = std::to_string(plan.degrees[level]);
-    if (name == "sp") {
-      const std::string mode = option_value(option, "mode");
-      add(mode.empty() || mode == "megatron" ? "sp" : "cp=" + degree + (mode == "ring" ? "" : " (" + mode + ")"));
-    } else if (name == "pp") {
-      const std::string schedule = option_value(option, "schedule"), stages = option_value(option, "virtual_stages");
-      add("pp=" + degree + " (" + (schedule.empty() ? "1f1b" : schedule) +
-          (stages.empty() || stages == "1" ? "" : " v=" + stages) + ")");
-    } else {
-      std::string values;
-      for (const auto& [key, node] : option.values) values += (values.empty() ? "" : " ") + key + "=" + scalar_text(*node);
-      add(name + "=" + degree + (values.empty() ? "" : " (" + values + ")"));
-    }
-  }
-  add("mb=" + std::to_string(plan.micro_batch) + " recompute=" + recompute_name(plan.recompute) +
-      (plan.recompute_num_layers > 0 ? " recompute_num_layers=" + std::to_string(plan.recompute_num_layers) : ""));
-  return text;
-}
 
 Prediction predict_run(const MeasuredRun& run, const PluginCatalog& catalog) {
   Prediction prediction;
@@ -84,7 +55,7 @@ Prediction predict_run(const MeasuredRun& run, const PluginCatalog& catalog) {
     prediction.predicted =
         run.metric == Metric::kIterationSeconds ? winner.figures.step_s : winner.figures.tokens_per_s_per_gpu;
     prediction.error_pct = (*prediction.predicted - run.value) / run.value * 100.0;
-    prediction.plan = describe_plan(result.space, winner);
+    prediction.plan = ranked_plan_text(result.space, winner);
     prediction.micro_batch = winner.micro_batch;
     prediction.recompute = recompute_name(winner.recompute);
     prediction.recompute_num_layers = winner.recompute_num_layers;

@@ -23,7 +23,7 @@ struct Prediction {
   const MeasuredRun* run = nullptr;
   std::optional<double> predicted;  // in the row's metric; empty: the row is unevaluable
   double error_pct = 0;             // (predicted - measured) / measured x 100
-  std::string plan;                 // the winner, describe_plan()
+  std::string plan;                 // the winner, as search prints it (ranked_plan_text)
   int64_t micro_batch = 0;
   std::string recompute;
   int64_t recompute_num_layers = 0;  // full recomputation of each chunk's first N layers; 0: all
@@ -47,9 +47,5 @@ std::vector<Prediction> predict_runs(const std::vector<MeasuredRun>& runs, const
 // The evaluated rows' residuals (measured / predicted step time and, where published, peak
 // memory), each with its class, source and file.
 std::vector<Residual> residuals_of(const std::vector<Prediction>& predictions);
-
-// A searched plan in a line: "tp=8 sp pp=8 (interleaved-1f1b v=3) fsdp=24 (stage=0) mb=1
-// recompute=full" (sp: Megatron sequence parallelism; cp=N: ring attention of degree N).
-std::string describe_plan(const SearchSpace& space, const RankedPlan& plan);
 
 }  // namespace paraplan::host

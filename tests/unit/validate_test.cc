@@ -416,7 +416,7 @@ TEST(Validate, TokensPerSecondIsTheBatchsTokensOverStepTimeAndGpus) {
   EXPECT_TRUE(near(plan.number("throughput.tokens_per_s_per_gpu"), tokens));
   EXPECT_TRUE(near(prediction.error_pct, (tokens - 300000) / 300000 * 100));
   EXPECT_TRUE(near(run.iteration_seconds(*prediction.predicted), step));
-  EXPECT_EQ(prediction.plan, "fsdp=8 (stage=0) mb=1 recompute=none");
+  EXPECT_EQ(prediction.plan, "fsdp=8 (stage=0); micro_batch 1, recompute none, mesh dp");
 }
 
 TEST(Validate, OptionalColumnsReachThePlan) {
@@ -653,7 +653,7 @@ TEST(ValidateCommand, ReportsJsonPlotAndExitCodes) {
   EXPECT_EQ(json["unevaluable"], 0);
   ASSERT_EQ(json["rows"].size(), 4u);
   EXPECT_EQ(json["rows"][2]["metric"], "tokens_per_s_per_gpu");
-  EXPECT_EQ(json["rows"][2]["plan"], "fsdp=8 (stage=0) mb=1 recompute=none");
+  EXPECT_EQ(json["rows"][2]["plan"], "fsdp=8 (stage=0); micro_batch 1, recompute none, mesh dp");
   double sum = 0;
   for (const nlohmann::json& row : json["rows"]) sum += std::abs(row["error_pct"].get<double>());
   EXPECT_NEAR(json["mape_pct"].get<double>(), sum / 4, 1e-9);
