@@ -32,12 +32,26 @@ Objective parse_objective(const std::string& name) {
   throw UsageError("--objective: '" + name + "' is not one of throughput|memory|time-to-train");
 }
 
-// A ranked plan composed again and run on the executor, for its full evaluate report.
-ResultTree ranked_plan_report(const Recipe& recipe, const PluginCatalog& catalog, const SearchResult& result,
-                              const RankedPlan& plan, const HardwareBinding& hardware, const std::string& executor) {
-  const bool walks = catalog.require(executor, PP_KIND_EXECUTOR).metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
-  ComposedPlan composed = compose_ranked(recipe, catalog, result, plan, walks);
-  return run_executor(executor, recipe, catalog, composed, hardware);
+// What every ranked plan's full report shares: the search, where it ran, and the intervals.
+struct RankedReportContext {
+  const Recipe& recipe;
+  const PluginCatalog& catalog;
+  const SearchResult& result;
+  const HardwareBinding& hardware;
+  const std::string& executor;
+  const IntervalTable& intervals;
+  const ComparableClass& plan_class;  // every plan of one search shares it
+};
+
+// A ranked plan composed again and run on the executor, for its full evaluate report with its
+// uncertainty.
+ResultTree ranked_plan_report(const RankedReportContext& context, const RankedPlan& plan) {
+  const bool walks =
+      context.catalog.require(context.executor, PP_KIND_EXECUTOR).metadata->executor->flags & PP_EXECUTOR_WALKS_SCHEDULE;
+  ComposedPlan composed = compose_ranked(context.recipe, context.catalog, context.result, plan, walks);
+  ResultTree report = run_executor(context.executor, context.recipe, context.catalog, composed, context.hardware);
+  add_uncertainty(report, context.intervals, context.executor, context.plan_class);
+  return report;
 }
 
 // The front's plans get their full reports on the page, up to this many (evenly spaced beyond).
@@ -46,8 +60,7 @@ constexpr size_t kMostFrontReports = 60;
 // The page: every timed plan as step time against memory, the Pareto front with each plan's full
 // evaluate report (a click shows it), the top K and the winner's report.
 void write_search_page(const std::string& file, const SearchResult& result, const SearchReportContext& context,
-                       const nlohmann::ordered_json& json, const PluginCatalog& catalog, const HardwareBinding& hardware,
-                       const std::string& executor) {
+                       const nlohmann::ordered_json& json, const RankedReportContext& reports_context) {
   HtmlReport page;
   page.kind = "search";
   page.report = json;
@@ -57,8 +70,7 @@ void write_search_page(const std::string& file, const SearchResult& result, cons
   const size_t front = result.front.size(), reports = std::min(front, kMostFrontReports);
   for (size_t i = 0; i < reports; ++i) {
     const size_t at = reports == front ? i : i * (front - 1) / (reports - 1);
-    map["front"][at]["report"] =
-        ranked_plan_report(context.recipe, catalog, result, result.front[at], hardware, executor).to_json();
+    map["front"][at]["report"] = ranked_plan_report(reports_context, result.front[at]).to_json();
   }
   if (reports < front)
     page.warnings.push_back("The Pareto front has " + std::to_string(front) + " plans; " + std::to_string(reports) +
@@ -168,9 +180,10 @@ int run_search_command(const std::vector<std::string>& arguments) {
     result = run_search(*recipe, catalog, settings);
     settings.progress = nullptr;
     if (result.top.empty()) throw PlanError(empty_search_message(result, *recipe));
-    if (!brief) winner = ranked_plan_report(*recipe, catalog, result, result.top.front(), *hardware, executor);
     plan_class = comparable_class(*recipe, *hardware);
-    if (!brief) add_uncertainty(winner, *interval_table_in_use, executor, plan_class);
+    if (!brief)
+      winner = ranked_plan_report({*recipe, catalog, result, *hardware, executor, *interval_table_in_use, plan_class},
+                                  result.top.front());
   } catch (const InputError& failure) {
     throw InputError(mention_overrides(failure.what(), overrides));
   }
@@ -184,7 +197,9 @@ int run_search_command(const std::vector<std::string>& arguments) {
     json = search_json(result, context);
     if (!brief) json["winner"] = winner.to_json();
   }
-  if (!html_file.empty()) write_search_page(html_file, result, context, json, catalog, *hardware, executor);
+  if (!html_file.empty())
+    write_search_page(html_file, result, context, json,
+                      {*recipe, catalog, result, *hardware, executor, *interval_table_in_use, plan_class});
   if (common.json) {
     report_stream() << dump_json(json) << "\n";
   } else {

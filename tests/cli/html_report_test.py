@@ -191,6 +191,11 @@ def main():
                                          "step-time": time_marks(front[chosen]["report"])}, None, 0, f"#front-{chosen}")
         if "The selected plan's report" not in dom:
             fail("search.html#front-N: the selected plan's report is not shown")
+        # Every front plan's report carries its range, as the winner's does.
+        if any("uncertainty" not in plan["report"] for plan in front if "report" in plan):
+            fail("search.html: a front plan's report has no uncertainty")
+        if "Ranges: where" not in dom:
+            fail("search.html#front-N: the selected plan's ranges are not shown")
 
         # A sweep: a point per value that has a plan, in each of its two charts.
         page = scratch / "sweep.html"
