@@ -31,6 +31,7 @@ AXIS_COLOURS = {"tp": ("#e8850c", "#f5b86b"), "pp": ("#3f9a3a", "#8ccf86"), "dp"
                 "host": ("#5f6b73", "#5f6b73")}
 SPARE_COLOURS = [("#17a2a2", "#86d6d6"), ("#c4478a", "#e9a1c6"), ("#6d8a1f", "#b6cc78")]
 MEMORY_COLOUR = "#6a3d9a"
+TRACE_FORMAT = 2                                     # the newest chrome_trace.h format this script reads
 
 LEFT, RIGHT, TOP = 96, 16, 40                        # margins; TOP holds the title and the axis
 HEADER, LANE, COMPUTE_LANE, MEMORY = 15, 14, 24, 30  # band geometry, px
@@ -49,7 +50,13 @@ def parse_ranks(text):
 
 def load(path, ranks):
     with open(path, encoding="utf-8") as f:
-        events = json.load(f)["traceEvents"]
+        trace = json.load(f)
+    events = trace["traceEvents"]
+    # Format 1 (no otherData.trace_format) counted memory in GiB.
+    version = trace.get("otherData", {}).get("trace_format", 1)
+    if version > TRACE_FORMAT:
+        sys.exit(f"{path}: trace format {version} is newer than this script's {TRACE_FORMAT}")
+    memory_key, to_gb = ("GB", 1.0) if version >= 2 else ("GiB", 2**30 / 1e9)
     processes, threads, slices, memory = {}, {}, [], {}
     for e in events:
         pid = e.get("pid")
@@ -62,7 +69,7 @@ def load(path, ranks):
         elif e["ph"] == "X":
             slices.append(e)
         elif e["ph"] == "C" and e["name"] == "memory":
-            memory.setdefault(pid, []).append((e["ts"], e["args"]["GB"]))
+            memory.setdefault(pid, []).append((e["ts"], e["args"][memory_key] * to_gb))
     return processes, threads, slices, memory
 
 

@@ -487,6 +487,8 @@ TEST(Simulate, TraceIsChromeTraceEventJson) {
   const nlohmann::json document = nlohmann::json::parse(in);
   std::remove(trace.c_str());
   ASSERT_TRUE(document.contains("traceEvents"));
+  EXPECT_EQ(document["otherData"]["trace_format"], 2);  // memory in args.GB
+  EXPECT_EQ(document["otherData"]["generator"], "paraplan");
   const nlohmann::json& events = document["traceEvents"];
   EXPECT_EQ(static_cast<double>(events.size()), run.number("trace.events"));
 

@@ -12,6 +12,8 @@ namespace {
 
 constexpr double kMicroseconds = 1e6;
 constexpr double kGB = 1e9;  // decimal, as every report prints memory
+// Bumped when a field changes meaning: 2 moved the memory counter from args.GiB to args.GB.
+constexpr int kTraceFormat = 2;
 
 // Escapes a label for a JSON string (labels are ours, but names come from plugins).
 std::string escaped(const std::string& text) {
@@ -36,7 +38,10 @@ class TraceFile {
  public:
   explicit TraceFile(const std::string& path) : path_(path), file_(std::fopen(path.c_str(), "w"), &std::fclose) {
     if (!file_) fail();
-    std::fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", file_.get());
+    std::fprintf(file_.get(),
+                 "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"paraplan\",\"trace_format\":%d},"
+                 "\"traceEvents\":[\n",
+                 kTraceFormat);
   }
 
   void metadata(const char* name, int64_t pid, int64_t tid, const char* key, const std::string& value) {

@@ -1,6 +1,8 @@
 // chrome_trace.h: a timeline of stage programs (simulated, or measured on real ranks) as Chrome
 // trace event JSON, which Perfetto (ui.perfetto.dev) and chrome://tracing open.
 //
+// Top level: "displayTimeUnit", "otherData" {"generator": "paraplan", "trace_format": 2} (the
+// format's version, bumped when a field changes meaning), "traceEvents".
 // One process per rank (pid = global rank, named "rank 17 (stage 2)"), one thread per
 // stream it used (tid = stream index: 0 compute, then the mesh axes' streams). Events:
 //   ph "M"  process_name / thread_name / *_sort_index metadata
