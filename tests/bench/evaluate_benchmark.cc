@@ -52,11 +52,13 @@ void read_compose_evaluate(benchmark::State& state, const std::filesystem::path&
   state.counters["evaluations_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-// One benchmark per shipped scenario recipe, so the figures cover every strategy.
+// One benchmark per shipped scenario and simulate recipe, so the figures cover every strategy
+// (and the GPT-3 plan that tests/bench/calculon_side_by_side.py sets beside Calculon's).
 const bool registered = [] {
   std::vector<std::filesystem::path> recipes;
-  for (const auto& entry : std::filesystem::directory_iterator(PARAPLAN_RECIPES_DIR "/scenarios"))
-    if (entry.path().extension() == ".toml") recipes.push_back(entry.path());
+  for (const char* folder : {"/scenarios", "/simulate"})
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(PARAPLAN_RECIPES_DIR) + folder))
+      if (entry.path().extension() == ".toml") recipes.push_back(entry.path());
   std::sort(recipes.begin(), recipes.end());
   for (const std::filesystem::path& file : recipes) {
     std::string name = file.stem().string();
