@@ -62,15 +62,17 @@ class Scanner {
   std::optional<PluginRecord> examine(const std::filesystem::path& file, PluginOrigin origin, std::string& reason,
                                       bool& known) {
     known = false;
-    if (std::string untrusted = untrusted_file_reason(file); !untrusted.empty()) {
+    std::error_code error;
+    const std::filesystem::path target = std::filesystem::canonical(file, error);
+    const std::string untrusted = error ? file.string() + " cannot be resolved (" + error.message() + ")"
+                                        : untrusted_file_reason(file, target);
+    if (!untrusted.empty()) {
       if (!options_.allow_insecure) {
         reason = file.string() + ": refused: " + untrusted + " (--allow-insecure-plugins loads it anyway)";
         return std::nullopt;
       }
       spdlog::warn("loading an insecure plugin file (--allow-insecure-plugins): {}", untrusted);
     }
-    std::error_code error;
-    const std::filesystem::path target = std::filesystem::canonical(file, error);
     if (target != file) spdlog::debug("{} leads to {}", file.string(), target.string());
     const std::optional<FileStamp> stamp = stamp_of(target);
     std::optional<CachedProbe> probe = stamp ? cache_.lookup(file, *stamp) : std::nullopt;
@@ -196,7 +198,9 @@ const LoadedPlugin* PluginCatalog::load(size_t index) const {
   if (slot.plugin || !slot.failure.empty()) return slot.plugin.get();
   const PluginRecord& record = records_[index];
   try {
-    LoadedPlugin plugin = load_plugin_library(record.file);
+    // The child that probed this file (or the one the scan cache remembers: same size, time and
+    // inode) checked its symbol table before loading it; the host does not read it again.
+    LoadedPlugin plugin = load_plugin_library(record.file, SymbolTable::kCheckedByProbe);
     if (plugin.name() != record.name || plugin.kind() != record.kind)
       throw PluginLoadError(record.file.string() + ": changed since it was scanned (now plugin '" + plugin.name() + "')");
     attach_host_services(plugin);

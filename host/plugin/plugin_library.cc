@@ -168,15 +168,16 @@ const char* kind_name(pp_plugin_kind kind) {
   return "unknown";
 }
 
-LoadedPlugin load_plugin_library(const std::filesystem::path& file) {
-  std::vector<std::string> symbols = exported_symbols(file);
-  bool has_v1 = std::find(symbols.begin(), symbols.end(), PP_ENTRY_POINT_V1) != symbols.end();
-  if (!has_v1) {
-    uint32_t major = advertised_major(symbols);
-    if (major > 0)
-      refuse(file, "built for SDK ABI " + std::to_string(major) + ".x; this host supports ABI " + host_abi() +
-                       " (rebuild the plugin against this SDK)");
-    refuse(file, "not a paraplan plugin: no entry point '" PP_ENTRY_POINT_V1 "'");
+LoadedPlugin load_plugin_library(const std::filesystem::path& file, SymbolTable symbol_table) {
+  if (symbol_table == SymbolTable::kRead) {
+    const std::vector<std::string> symbols = exported_symbols(file);
+    if (std::find(symbols.begin(), symbols.end(), PP_ENTRY_POINT_V1) == symbols.end()) {
+      uint32_t major = advertised_major(symbols);
+      if (major > 0)
+        refuse(file, "built for SDK ABI " + std::to_string(major) + ".x; this host supports ABI " + host_abi() +
+                         " (rebuild the plugin against this SDK)");
+      refuse(file, "not a paraplan plugin: no entry point '" PP_ENTRY_POINT_V1 "'");
+    }
   }
 
   LoadedPlugin plugin;

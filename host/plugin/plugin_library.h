@@ -53,7 +53,12 @@ inline constexpr uint32_t kMaxParams = 256;
 // digits, '.', '_' and '-', starting with a letter or digit, at most kMaxPluginNameLength long.
 bool valid_plugin_name(std::string_view name);
 
-LoadedPlugin load_plugin_library(const std::filesystem::path& file);
+// Whether load_plugin_library reads the file's ELF symbol table (without running its code) to
+// refuse a file that is no paraplan plugin, or of another ABI major, before dlopen runs its
+// constructors. A plugin the scan probed in a child has had that check.
+enum class SymbolTable { kRead, kCheckedByProbe };
+
+LoadedPlugin load_plugin_library(const std::filesystem::path& file, SymbolTable symbols = SymbolTable::kRead);
 
 const char* kind_name(pp_plugin_kind kind);
 

@@ -38,6 +38,10 @@ std::string untrusted_file_reason(const std::filesystem::path& file) {
   std::error_code error;
   const std::filesystem::path target = std::filesystem::canonical(file, error);
   if (error) return file.string() + " cannot be resolved (" + error.message() + ")";
+  return untrusted_file_reason(file, target);
+}
+
+std::string untrusted_file_reason(const std::filesystem::path& file, const std::filesystem::path& target) {
   const std::string shown = target == file ? file.string() : file.string() + " -> " + target.string();
   struct stat status {};
   if (stat(target.c_str(), &status) != 0) return shown + " cannot be read";

@@ -21,6 +21,9 @@ std::string untrusted_directory_reason(const std::filesystem::path& directory);
 // file, is writable by everyone, belongs to neither this user nor root, or lies in a directory
 // that is not trusted.
 std::string untrusted_file_reason(const std::filesystem::path& file);
+// The same for a file already resolved to `target` (std::filesystem::canonical), so a caller that
+// needs the target too walks the path once.
+std::string untrusted_file_reason(const std::filesystem::path& file, const std::filesystem::path& target);
 
 // A hidden file (".name"): never scanned, as editors and tools keep their own files so.
 bool is_hidden(const std::filesystem::path& file);
