@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 
 #include "host/core/edit_distance.h"
 #include "host/core/errors.h"
@@ -63,7 +64,7 @@ class Scanner {
                                       bool& known) {
     known = false;
     std::error_code error;
-    const std::filesystem::path target = std::filesystem::canonical(file, error);
+    const std::filesystem::path target = resolved(file, error);
     const std::string untrusted = error ? file.string() + " cannot be resolved (" + error.message() + ")"
                                         : untrusted_file_reason(file, target);
     if (!untrusted.empty()) {
@@ -100,8 +101,23 @@ class Scanner {
   }
 
  private:
+  // std::filesystem::canonical(file), walking each directory's path once: a file that is no
+  // symbolic link resolves to its directory's canonical path and its own name.
+  std::filesystem::path resolved(const std::filesystem::path& file, std::error_code& error) {
+    if (std::filesystem::is_symlink(file, error) || error) return std::filesystem::canonical(file, error);
+    const std::filesystem::path directory = file.parent_path();
+    auto known = directories_.find(directory);
+    if (known == directories_.end()) {
+      std::filesystem::path canonical = std::filesystem::canonical(directory, error);
+      if (error) return {};
+      known = directories_.emplace(directory, std::move(canonical)).first;
+    }
+    return known->second / file.filename();
+  }
+
   ScanOptions options_;
   PluginScanCache cache_{std::filesystem::path()};
+  std::map<std::filesystem::path, std::filesystem::path> directories_;  // canonical paths met so far
 };
 
 }  // namespace
