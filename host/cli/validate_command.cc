@@ -7,11 +7,13 @@
 
 #include "host/recipe/shipped_files.h"
 #include "host/report/html_report.h"
+#include "host/core/edit_distance.h"
 #include "host/core/joined.h"
 #include "host/cli/command.h"
 #include "host/cli/common_options.h"
 #include "host/core/errors.h"
 #include "host/core/number_format.h"
+#include "host/validate/run_recipe.h"
 #include "host/validate/scatter_plot.h"
 #include "host/validate/validation_report.h"
 #include "host/report/report_output.h"
@@ -33,7 +35,7 @@ void write_file(const std::string& path, const std::string& content) {
 int run_validate_command(const std::vector<std::string>& arguments) {
   CommonOptions common;
   std::vector<std::string> files;
-  std::string plot_file, intervals_file, html_file;
+  std::string plot_file, intervals_file, html_file, recipe_id;
   int64_t threads = 0;
   double fail_above = -1;
   po::options_description options("Validate options");
@@ -44,7 +46,10 @@ int run_validate_command(const std::vector<std::string>& arguments) {
       "exit 1 when the MAPE over the evaluated rows exceeds PCT percent (for CI)")(
       "write-intervals", po::value(&intervals_file)->value_name("FILE.json"),
       "also write the prediction intervals these rows give (measured / predicted step time by comparable\n"
-      "class), for evaluate, simulate and search --intervals");
+      "class), for evaluate, simulate and search --intervals")(
+      "recipe", po::value(&recipe_id)->value_name("ID"),
+      "print the search recipe row ID becomes (TOML) and exit, predicting nothing: `paraplan search` of it\n"
+      "gives the row's prediction, and it can be varied from there");
   add_html_option(options, html_file);
   options.add(common_options(common, /*with_json=*/true));
   po::options_description hidden;
@@ -77,6 +82,7 @@ int run_validate_command(const std::vector<std::string>& arguments) {
         "malformed CSV: the message names the file, line and column); 4 internal error.\n\n"
         "A NAME is a shipped data set (`paraplan recipes --data` lists them), found from any directory.\n\n"
         "Examples:\n  paraplan validate recipes/validation/published.csv --plot validation.svg\n"
+        "  paraplan validate published --recipe llama3-405b-16384-8k > row.toml && paraplan search row.toml\n"
         "  paraplan validate published modern --json\n"
         "  paraplan validate published --html validation.html\n");
     return common.help ? kExitOk : kExitUsage;
@@ -92,6 +98,17 @@ int run_validate_command(const std::vector<std::string>& arguments) {
     runs.insert(runs.end(), read.begin(), read.end());
   }
   check_unique_ids(runs);
+  if (variables.count("recipe")) {
+    std::vector<std::string> ids;
+    for (const MeasuredRun& run : runs) {
+      if (run.id == recipe_id) {
+        report_stream() << run_recipe_text(run);
+        return kExitOk;
+      }
+      ids.push_back(run.id);
+    }
+    throw InputError("--recipe: no row '" + recipe_id + "' in " + joined(files, ", ") + did_you_mean(recipe_id, ids));
+  }
   PluginCatalog catalog = scan_plugins(common);
 
   const auto start = std::chrono::steady_clock::now();

@@ -52,9 +52,9 @@ struct SearchChoices {
   std::vector<int64_t> micro_batches;
   std::vector<pp_recompute> recomputes;
   bool mesh_order_given = false;
-  // Strategies the recipe does not list that the search may still try (and leave out); set by
-  // code, not by recipe keys (`paraplan validate` holds a published plan fixed but for its blank
-  // knobs). Data-parallel remainder strategies are not affected.
+  // Strategies the recipe does not list that the search may still try (and leave out): the
+  // recipe's [search] try_unlisted (`paraplan validate` holds a published plan fixed but for its
+  // blank knobs). Data-parallel remainder strategies are not affected.
   // null: every unlisted strategy with search cases; else only these
   std::optional<std::vector<std::string>> unlisted_tried;
 };

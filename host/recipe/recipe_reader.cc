@@ -619,6 +619,19 @@ void read_strategies(Recipe& recipe, const toml::table& document, bool search) {
   }
 }
 
+// [search]: what `paraplan search` may vary beyond what the other tables say. try_unlisted names
+// the strategies the recipe does not list that the search may still try (absent: every one with
+// search cases; []: none); the names are checked against the plugins when the space is built.
+void read_search(Recipe& recipe, const toml::table* table, bool search) {
+  if (!table) return;
+  if (!search)
+    throw InputError(location_of(recipe.file, table) +
+                     ": [search]: only `paraplan search` (and validate) read this table; evaluate one plan without it");
+  TableReader reader(table, "search", recipe.file);
+  recipe.search.unlisted_tried = reader.string_list("try_unlisted");
+  reader.reject_unknown_keys();
+}
+
 std::unique_ptr<Recipe> build_recipe(toml::table document, const std::string& file_name,
                                      const RecipeReaderOptions& options) {
   for (const std::string& assignment : options.overrides) apply_override(document, assignment);
@@ -628,7 +641,7 @@ std::unique_ptr<Recipe> build_recipe(toml::table document, const std::string& fi
   const toml::table& root = *recipe->document;
   TableReader top(&root, "", recipe->file);
   top.string("description");
-  top.allow({"model", "training", "cluster", "strategy", "executor", "export"});
+  top.allow({"model", "training", "cluster", "strategy", "search", "executor", "export"});
   top.reject_unknown_keys();
   std::filesystem::path recipe_path(file_name);
   read_model(*recipe, subtable(root, "model", file_name), options, recipe_path);
@@ -638,6 +651,7 @@ std::unique_ptr<Recipe> build_recipe(toml::table document, const std::string& fi
                   [](const std::string& assignment) { return assignment.starts_with("cluster.hardware="); });
   read_cluster(*recipe, subtable(root, "cluster", file_name), recipe_path, hardware_from_command_line);
   read_strategies(*recipe, root, options.search);
+  read_search(*recipe, subtable(root, "search", file_name), options.search);
   recipe->executor_table = subtable(root, "executor", file_name);
   recipe->export_table = subtable(root, "export", file_name);
   return recipe;

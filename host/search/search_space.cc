@@ -276,6 +276,16 @@ SearchSpace build_search_space(const Recipe& recipe, const PluginCatalog& catalo
     }
     listed[entry.name] = &entry;
   }
+  if (recipe.search.unlisted_tried) {
+    const toml::node* names = recipe.document ? recipe.document->at_path("search.try_unlisted").node() : nullptr;
+    for (const std::string& name : *recipe.search.unlisted_tried) {
+      try {
+        catalog.require(name, PP_KIND_STRATEGY);
+      } catch (const InputError& failure) {
+        throw InputError(location_of(recipe.file, names) + ": search.try_unlisted: " + failure.what());
+      }
+    }
+  }
 
   StrategySlot data_parallel{kDataParallelSlot, 0, 0, {}};
   bool recipe_names_data_parallel = false;

@@ -149,6 +149,10 @@ std::string run_recipe_text(const MeasuredRun& run) {
   // Megatron-LM's layout, which the published runs used; left out, the search would try every order.
   recipe.raw("mesh_order", "[\"tp\", \"cp\", \"ep\", \"dp\", \"pp\"]");
 
+  // The published plan is held; of the strategies it does not list, only these are tried.
+  recipe.table("[search]");
+  recipe.raw("try_unlisted", string_array(unlisted_strategies_tried(run)));
+
   if (run.tp > 1) {
     recipe.strategy("tp");
     recipe.integer("degree", run.tp);
@@ -214,9 +218,7 @@ std::string run_recipe_text(const MeasuredRun& run) {
 std::unique_ptr<Recipe> run_recipe(const MeasuredRun& run) {
   RecipeReaderOptions options;
   options.search = true;
-  std::unique_ptr<Recipe> recipe = parse_recipe(run_recipe_text(run), run_recipe_name(run), options);
-  recipe->search.unlisted_tried = unlisted_strategies_tried(run);
-  return recipe;
+  return parse_recipe(run_recipe_text(run), run_recipe_name(run), options);
 }
 
 }  // namespace paraplan::host

@@ -29,12 +29,12 @@ std::string run_recipe_name(const MeasuredRun& run);
 // with context parallelism (which the bundled sp strategy cannot combine yet).
 std::string run_recipe_text(const MeasuredRun& run);
 
-// The unlisted strategies the search may try (SearchChoices::unlisted_tried): {"sp"} when
+// The unlisted strategies the search may try (the recipe's [search] try_unlisted): {"sp"} when
 // sequence_parallel is blank, tp > 1 and cp = 1; else none.
 std::vector<std::string> unlisted_strategies_tried(const MeasuredRun& run);
 
-// run_recipe_text, read as a search recipe, with unlisted_tried set. Throws InputError or
-// PlanError (messages begin with run_recipe_name).
+// run_recipe_text, read as a search recipe. Throws InputError or PlanError (messages begin
+// with run_recipe_name).
 std::unique_ptr<Recipe> run_recipe(const MeasuredRun& run);
 
 }  // namespace paraplan::host

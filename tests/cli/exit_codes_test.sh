@@ -88,6 +88,17 @@ grep -A1 "degrees-do-not-multiply (.*unevaluable.csv:3):" "$scratch/out" | grep 
 pushd "$scratch" >/dev/null
 expect "validate: profile file next to the CSV" 0 '' -- validate "$data/validation/small.csv"
 popd >/dev/null
+# --recipe ID prints the search recipe a row becomes; searching it gives the row's prediction.
+expect "validate: --recipe" 0 '' -- validate "$data/validation/small.csv" --recipe small-blank
+cp "$scratch/out" "$scratch/small-blank.toml"
+expect_output "validate: --recipe holds the search table" '^try_unlisted = \["sp"\]$'
+expect "validate: --json" 0 '' -- validate "$data/validation/small.csv" --json
+predicted=$(python3 -c 'import json, sys; print([r["predicted"] for r in json.load(open(sys.argv[1]))["rows"] if r["id"] == "small-blank"][0])' "$scratch/out")
+expect "search: a row's recipe" 0 '' -- search "$scratch/small-blank.toml" --json
+searched=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["top"][0]["step_s"])' "$scratch/out")
+if [[ "$predicted" == "$searched" ]]; then pass; else fail "validate --recipe: searching the row's recipe gives $searched s, validate predicted $predicted s"; fi
+expect "validate: --recipe of no row" 3 "--recipe: no row 'small-blnk' in .*small.csv \(did you mean 'small-blank'\?\)" -- \
+  validate "$data/validation/small.csv" --recipe small-blnk
 
 # simulate: the same recipe errors as evaluate, plus its own options and the trace file.
 seed1="$recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml"

@@ -292,9 +292,11 @@ TEST(ValidateRecipe, PublishedValuesArePinnedAndBlankKnobsLeftOpen) {
     EXPECT_NE(pinned.find(line), std::string::npos) << line << "\nin\n" << pinned;
   EXPECT_EQ(pinned.find("virtual_stages"), std::string::npos);
   EXPECT_EQ(unlisted_strategies_tried(runs[0]), std::vector<std::string>{});
+  EXPECT_NE(pinned.find("[search]\ntry_unlisted = []\n"), std::string::npos) << pinned;
 
   const std::string open = run_recipe_text(runs[1]);
-  for (const char* absent : {"micro_batch", "recompute", "stage =", "\"sp\""})
+  EXPECT_NE(open.find("[search]\ntry_unlisted = [\"sp\"]\n"), std::string::npos) << open;
+  for (const char* absent : {"micro_batch", "recompute", "stage =", "name = \"sp\""})
     EXPECT_EQ(open.find(absent), std::string::npos) << absent << "\nin\n" << open;
   EXPECT_NE(open.find("schedule = [\"1f1b\", \"interleaved-1f1b\"]\n"), std::string::npos) << open;
   EXPECT_EQ(unlisted_strategies_tried(runs[1]), std::vector<std::string>{"sp"});
@@ -312,17 +314,23 @@ TEST(ValidateRecipe, PublishedValuesArePinnedAndBlankKnobsLeftOpen) {
   EXPECT_EQ(run_recipe_name(runs[0]), kDataDir + "/inline.csv:2 (row pinned)");
 }
 
-// The new SearchChoices field: a search tries exactly the unlisted strategies it names.
+// [search] try_unlisted: a search tries exactly the unlisted strategies it names.
+const std::string kUnlistedRecipe =
+    kSmallModel + "[training]\nglobal_batch = 16\nmicro_batch = 1\nrecompute = \"none\"\n"
+                  "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 4\nmesh_order = [\"tp\", \"cp\", \"dp\", \"pp\"]\n"
+                  "[[strategy]]\nname = \"tp\"\ndegree = 2\n[[strategy]]\nname = \"fsdp\"\ndegree = 2\nstage = 0\n";
+
 TEST(ValidateRecipe, UnlistedTriedLimitsTheStrategiesASearchAddsOnItsOwn) {
   auto slots_and_plans = [](std::optional<std::vector<std::string>> unlisted) {
     RecipeReaderOptions options;
     options.search = true;
-    std::unique_ptr<Recipe> recipe = parse_recipe(
-        kSmallModel + "[training]\nglobal_batch = 16\nmicro_batch = 1\nrecompute = \"none\"\n"
-                      "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 4\nmesh_order = [\"tp\", \"cp\", \"dp\", \"pp\"]\n"
-                      "[[strategy]]\nname = \"tp\"\ndegree = 2\n[[strategy]]\nname = \"fsdp\"\ndegree = 2\nstage = 0\n",
-        "unlisted.toml", options);
-    recipe->search.unlisted_tried = unlisted;
+    std::string text = kUnlistedRecipe;
+    if (unlisted) {
+      text += "[search]\ntry_unlisted = [";
+      for (const std::string& name : *unlisted) text += "\"" + name + "\",";
+      text += "]\n";
+    }
+    std::unique_ptr<Recipe> recipe = parse_recipe(text, "unlisted.toml", options);
     SearchSettings settings;
     settings.threads = 1;
     SearchResult result = run_search(*recipe, test::bundled_catalog(), settings);
@@ -342,6 +350,22 @@ TEST(ValidateRecipe, UnlistedTriedLimitsTheStrategiesASearchAddsOnItsOwn) {
   auto [names, plans] = slots_and_plans(std::nullopt);
   EXPECT_EQ(names, (std::vector<std::string>{"tp", "sp", "ep", "pp", "data parallelism"}));  // apply order
   EXPECT_EQ(plans, 2u);
+}
+
+// [search] is a search table: evaluate refuses it, a search refuses keys it does not know and
+// names that are no strategy plugin, each with the file and line.
+TEST(ValidateRecipe, TheSearchTableIsCheckedWhereItIsWritten) {
+  RecipeReaderOptions evaluate, search;
+  search.search = true;
+  test::expect_error<InputError>([&] { parse_recipe(kUnlistedRecipe + "[search]\ntry_unlisted = []\n", "a.toml", evaluate); },
+                                 {"a.toml:", "[search]: only `paraplan search`"});
+  test::expect_error<InputError>([&] { parse_recipe(kUnlistedRecipe + "[search]\ntry_unlisted = []\ntry = 1\n", "b.toml", search); },
+                                 {"b.toml:", "search.try", "unknown key"});
+  test::expect_error<InputError>([&] { parse_recipe(kUnlistedRecipe + "[search]\ntry_unlisted = \"sp\"\n", "c.toml", search); },
+                                 {"c.toml:", "search.try_unlisted", "expected an array of strings"});
+  std::unique_ptr<Recipe> recipe = parse_recipe(kUnlistedRecipe + "[search]\ntry_unlisted = [\"spp\"]\n", "d.toml", search);
+  test::expect_error<InputError>([&] { build_search_space(*recipe, test::bundled_catalog()); },
+                                 {"d.toml:", "search.try_unlisted:", "spp"});
 }
 
 // ---------------------------------------------------------------------------------------------
