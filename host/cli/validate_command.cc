@@ -45,10 +45,10 @@ int run_validate_command(const std::vector<std::string>& arguments) {
       "fail-above", po::value(&fail_above)->value_name("PCT"),
       "exit 1 when the MAPE over the evaluated rows exceeds PCT percent (for CI)")(
       "write-intervals", po::value(&intervals_file)->value_name("FILE.json"),
-      "also write the prediction intervals these rows give (measured / predicted step time by comparable\n"
+      "also write the prediction intervals these rows give (measured / predicted step time by comparable "
       "class), for evaluate, simulate and search --intervals")(
       "recipe", po::value(&recipe_id)->value_name("ID"),
-      "print the search recipe row ID becomes (TOML) and exit, predicting nothing: `paraplan search` of it\n"
+      "print the search recipe row ID becomes (TOML) and exit, predicting nothing: `paraplan search` of it "
       "gives the row's prediction, and it can be varied from there");
   add_html_option(options, html_file);
   options.add(common_options(common, /*with_json=*/true));
