@@ -65,8 +65,8 @@ class Scanner {
     known = false;
     std::error_code error;
     const std::filesystem::path target = resolved(file, error);
-    const std::string untrusted = error ? file.string() + " cannot be resolved (" + error.message() + ")"
-                                        : untrusted_file_reason(file, target);
+    // A path that does not resolve: the one-argument check says why, as for any other file.
+    const std::string untrusted = error ? untrusted_file_reason(file) : untrusted_file_reason(file, target);
     if (!untrusted.empty()) {
       if (!options_.allow_insecure) {
         reason = file.string() + ": refused: " + untrusted + " (--allow-insecure-plugins loads it anyway)";

@@ -264,27 +264,31 @@ std::string scalar_text(const toml::node& node) {
   return toml_type_name(node);  // tables and arrays: never a parameter value
 }
 
+namespace {
+
+// The strategy plugin `name`, or an input error at the recipe key that names it.
+void require_strategy(const PluginCatalog& catalog, const std::string& name, const std::string& key_location) {
+  try {
+    catalog.require(name, PP_KIND_STRATEGY);
+  } catch (const InputError& failure) {
+    throw InputError(key_location + ": " + failure.what());
+  }
+}
+
+}  // namespace
+
 SearchSpace build_search_space(const Recipe& recipe, const PluginCatalog& catalog) {
   SearchSpace space;
   std::map<std::string, const StrategyEntry*> listed;
   for (const StrategyEntry& entry : recipe.strategies) {
-    try {
-      catalog.require(entry.name, PP_KIND_STRATEGY);
-    } catch (const InputError& failure) {
-      throw InputError(location_of(recipe.file, entry.table->get("name")) + ": " + entry.key_path +
-                       ".name: " + failure.what());
-    }
+    require_strategy(catalog, entry.name,
+                     location_of(recipe.file, entry.table->get("name")) + ": " + entry.key_path + ".name");
     listed[entry.name] = &entry;
   }
   if (recipe.search.unlisted_tried) {
     const toml::node* names = recipe.document ? recipe.document->at_path("search.try_unlisted").node() : nullptr;
-    for (const std::string& name : *recipe.search.unlisted_tried) {
-      try {
-        catalog.require(name, PP_KIND_STRATEGY);
-      } catch (const InputError& failure) {
-        throw InputError(location_of(recipe.file, names) + ": search.try_unlisted: " + failure.what());
-      }
-    }
+    for (const std::string& name : *recipe.search.unlisted_tried)
+      require_strategy(catalog, name, location_of(recipe.file, names) + ": search.try_unlisted");
   }
 
   StrategySlot data_parallel{kDataParallelSlot, 0, 0, {}};

@@ -31,7 +31,6 @@ std::string reason_of(const std::string& message, const MeasuredRun& run) {
   return std::string(rest);
 }
 
-
 }  // namespace
 
 SearchSettings prediction_settings() {
