@@ -126,6 +126,17 @@ class OpEmitter {
     emit(op, module, backward_bytes >= 0 ? backward_bytes : 2.0 * bytes);
   }
 
+  // A GEMM re-run in backward only, when `module` is recomputed: part of a forward op that a
+  // policy recomputes apart (torchtitan's op policy re-runs K of the fused QKV projection).
+  void recompute_gemm(const char* name, double m, double n, double k, uint32_t module) {
+    if ((module & recomputed_) == 0 || scope_ != PP_SCOPE_LAYER) return;
+    pp_op op = make_op(PP_OP_GEMM, PP_PHASE_RECOMPUTE, scope_, name, kOwner);
+    op.m = m, op.n = n, op.k = k, op.count = 1;
+    op.flops = 2.0 * m * n * k;
+    op.dtype = dtype_;
+    plan_.add_workload_op(op, kind_);
+  }
+
   // The host waits for the GPU (PP_OP_HOST_SYNC): a forward point with no work and no backward,
   // re-run when `module` is recomputed.
   void host_sync(uint32_t module) {
@@ -205,7 +216,8 @@ class LayerBuilder {
         gemm_input_bytes_(format_.stored_bytes),
         full_recompute_(training.recompute == PP_RECOMPUTE_FULL),
         keeps_only_input_(full_recompute_ && recompute_num_layers(training) == 0),
-        recomputed_(full_recompute_ ? 0u : recomputed_modules(training)) {}
+        recomputed_(full_recompute_ ? 0u : recomputed_modules(training)),
+        op_policy_(recomputed_ == PP_RECOMPUTE_TORCHTITAN_OP) {}
 
   void build() {
     if (kind_.mtp) mtp_inputs();
@@ -219,6 +231,7 @@ class LayerBuilder {
     if (kind_.mtp) mtp_outputs();
     if (format_.cast_bytes > 0) quantising_casts();
     if (full_recompute_) act(PP_MEMORY_ACT_LAYER_INPUT, kActivationBytes * t_.tokens * t_.hidden);
+    if (op_policy_) op_policy_activations();
   }
 
  private:
@@ -227,6 +240,7 @@ class LayerBuilder {
   // everything else for the kept ones (PlanView::memory_share). An item a selectively
   // recomputed `module` rebuilds in backward is not kept.
   void act(const char* name, double bytes, uint32_t module = 0) {
+    if (op_policy_) return;  // op_policy_activations() lists what it keeps
     if (keeps_only_input_ && std::string(name) != PP_MEMORY_ACT_LAYER_INPUT) return;
     if ((module & recomputed_) != 0 || bytes <= 0) return;
     add_memory(plan_, PP_MEMORY_ACTIVATIONS, PP_SCOPE_LAYER, name, bytes, index_);
@@ -242,12 +256,12 @@ class LayerBuilder {
   // A block whose output carries a bias the fused kernel cannot take (t_.unfused_bias_add) adds
   // it first, eagerly: read and write the output forward (4 bytes), the bias gradient's
   // reduction reads the output gradient backward (2).
-  void residual(const char* name, bool biased = false) {
+  void residual(const char* name, bool biased = false, uint32_t module = 0) {
     const double elements = t_.tokens * t_.hidden;
     const double bytes = (3.0 * kActivationBytes + (t_.dropout ? 1.0 : 0.0)) * elements;
     const bool eager_bias = biased && t_.unfused_bias_add && linear_bias(kind_);
     emit_.memory_bound(name, bytes + (eager_bias ? 2.0 * kActivationBytes * elements : 0.0),
-                       bytes + (eager_bias ? kActivationBytes * elements : 0.0));
+                       bytes + (eager_bias ? kActivationBytes * elements : 0.0), module);
   }
   // Rotary position embedding of Q and K (their widths per token). Fused (Megatron-Core's
   // apply_rope_fusion, Transformer Engine's kernel): each element read and written once, forward
@@ -255,12 +269,12 @@ class LayerBuilder {
   // rope (utils/fusions.py), and rope_utils.py's _apply_rotary_pos_emb_bshd runs t * cos, the
   // negated half, their concatenation, its product with sin, the sum and a final concatenation:
   // 12 element reads and writes, 24 bytes, and as many in backward.
-  void rotary(double q_width, double kv_width) {
+  void rotary(double q_width, double kv_width, uint32_t module = 0) {
     const double passes = t_.positions == PP_POSITION_EMBEDDING_ROPE ? 2.0
                           : t_.positions == PP_POSITION_EMBEDDING_YARN ? 12.0
                                                                        : 0.0;
     const double bytes = passes * kActivationBytes * t_.tokens * (q_width + kv_width);
-    if (bytes > 0) emit_.memory_bound(PP_OP_ROTARY, bytes, bytes);
+    if (bytes > 0) emit_.memory_bound(PP_OP_ROTARY, bytes, bytes, module);
   }
   // A clamped GLU (activation_clamp; Megatron-Core's fused_bias_geglu.py and mlp.py): before the
   // fused activation, eager clamps of the gate and the linear half (each read and written) and
@@ -275,7 +289,8 @@ class LayerBuilder {
     if (t_.dropout) act(name, t_.tokens * t_.hidden);  // 1 byte per element
   }
   void norm(const char* name) {
-    emit_.memory_bound(name, 2.0 * kActivationBytes * t_.tokens * t_.hidden, -1.0, PP_RECOMPUTE_LAYERNORM);
+    emit_.memory_bound(name, 2.0 * kActivationBytes * t_.tokens * t_.hidden, -1.0,
+                       PP_RECOMPUTE_LAYERNORM | PP_RECOMPUTE_TORCHTITAN_OP);
   }
   double keys() const {
     // A window of w keys per query is a band of w x s, counted like the square: 2w (<= s).
@@ -286,12 +301,14 @@ class LayerBuilder {
     const double tok = t_.tokens, h = t_.hidden, d = static_cast<double>(kind_.head_dim);
     const double heads = static_cast<double>(kind_.heads), q_width = heads * d;
     const double kv_width = static_cast<double>(kind_.kv_heads) * d;
+    constexpr uint32_t kOpPolicy = PP_RECOMPUTE_TORCHTITAN_OP;  // what it re-runs (op_policy_activations)
     norm(PP_OP_ATTN_NORM);
     emit_.gemm(PP_OP_QKV, tok, q_width + 2.0 * kv_width, h);
-    rotary(q_width, kv_width);
+    if (op_policy_) emit_.recompute_gemm(PP_OP_QKV, tok, kv_width, h, kOpPolicy);  // K, the second matmul
+    rotary(q_width, kv_width, kOpPolicy);
     core(heads, d, d);
-    emit_.gemm(PP_OP_ATTN_OUT, tok, h, q_width);
-    residual(PP_OP_ATTN_RESIDUAL, /*biased=*/true);
+    emit_.gemm(PP_OP_ATTN_OUT, tok, h, q_width, kOpPolicy);  // the fourth
+    residual(PP_OP_ATTN_RESIDUAL, /*biased=*/true, kOpPolicy);  // the MLP norm's input
     // Activations kept for backward (Korthikanti et al. 2022, sec. 4.1, generalised to GQA).
     // FP8 training (Transformer Engine) keeps a GEMM's input for the weight gradient as the
     // 1-byte cast it multiplied; tensors other kernels read back (norm inputs, Q/K/V) stay 2.
@@ -352,6 +369,31 @@ class LayerBuilder {
       emit_.memory_bound(PP_OP_ATTENTION_SOFTMAX, 9.0 * scores, 11.0 * scores, PP_RECOMPUTE_CORE_ATTN);
     }
   }
+  // torchtitan's selective op checkpointing, as its releases of 2024-2025 ran it
+  // (parallelize_llama.py, _custom_policy: "saves output of all compute ops, except every second
+  // mm", counting a layer's matmuls q, k, v, o, w1, w3, w2; SDPA's outputs and reduce-scatters are
+  // saved too). Kept: the checkpointed layer's input, the first, third, fifth and seventh matmuls'
+  // outputs (Q, V, the gate, the down projection's) and the attention's output with its
+  // log-sum-exp; the ops between them run again in backward (tagged PP_RECOMPUTE_TORCHTITAN_OP
+  // where they are emitted), up to the down projection's input (the seventh matmul's output
+  // feeds nothing backward needs). Its counter runs on across micro-batches, so with an odd count
+  // of matmuls the kept set alternates with K, the output projection and w3; that set is
+  // smaller, and re-runs Q, V and w1, as many FLOPs when the heads span the hidden width (every
+  // Llama): priced as the first. Under TP the row-parallel outputs are counted as sequence
+  // parallelism shards them, though torchtitan keeps the unreduced partial sums too.
+  void op_policy_activations() {
+    const double tok = t_.tokens, h = t_.hidden, d = static_cast<double>(kind_.head_dim);
+    const double heads = static_cast<double>(kind_.heads), q_width = heads * d;
+    const double kv_width = static_cast<double>(kind_.kv_heads) * d, ffn = static_cast<double>(kind_.ffn_hidden);
+    const bool swiglu = kind_.ffn_type == PP_FFN_SWIGLU;
+    const double lse = 4.0 * heads;  // fp32 per token and head
+    add_memory(plan_, PP_MEMORY_ACTIVATIONS, PP_SCOPE_LAYER, PP_MEMORY_ACT_LAYER_INPUT, kActivationBytes * tok * h, index_);
+    add_memory(plan_, PP_MEMORY_ACTIVATIONS, PP_SCOPE_LAYER, PP_MEMORY_ACT_KEPT_OUTPUTS,
+               (kActivationBytes * (q_width + kv_width + ffn + q_width) + lse) * tok, index_);
+    if (swiglu)  // the seventh matmul, the down projection (a plain MLP's is the sixth, not kept)
+      add_memory(plan_, PP_MEMORY_ACTIVATIONS, PP_SCOPE_LAYER, PP_MEMORY_ACT_KEPT_HIDDEN_OUTPUTS,
+                 kActivationBytes * tok * h, index_);
+  }
   void scores_kept(double heads) {
     if (!options_.flash_attention)  // softmax 2 + mask 1 + dropout 2
       act(PP_MEMORY_ACT_ATTENTION_SCORES, 5.0 * heads * t_.seq * keys() * t_.batch, PP_RECOMPUTE_CORE_ATTN);
@@ -399,10 +441,14 @@ class LayerBuilder {
     }
     constexpr uint32_t kMlp = PP_RECOMPUTE_MLP;
     const double ffn = static_cast<double>(kind_.ffn_hidden);
-    emit_.gemm(PP_OP_MLP_UP, tok, ffn, h, kMlp);
+    // torchtitan's op policy re-runs the GLU's up projection (w3, the sixth matmul after the
+    // gate's w1) and the activation; a plain MLP's up projection is the fifth, kept.
+    const uint32_t up_module = kMlp | (swiglu ? uint32_t{PP_RECOMPUTE_TORCHTITAN_OP} : 0u);
+    emit_.gemm(PP_OP_MLP_UP, tok, ffn, h, up_module);
     if (swiglu) emit_.gemm(PP_OP_MLP_GATE, tok, ffn, h, kMlp);
     clamp(PP_OP_MLP_CLAMP, tok, ffn, kMlp);
-    emit_.memory_bound(PP_OP_MLP_ACT, (swiglu ? 3.0 : 2.0) * kActivationBytes * tok * ffn, -1.0, kMlp);
+    emit_.memory_bound(PP_OP_MLP_ACT, (swiglu ? 3.0 : 2.0) * kActivationBytes * tok * ffn, -1.0,
+                       kMlp | PP_RECOMPUTE_TORCHTITAN_OP);
     emit_.gemm(PP_OP_MLP_DOWN, tok, h, ffn, kMlp);
     residual(PP_OP_MLP_RESIDUAL, /*biased=*/true);
     act(PP_MEMORY_ACT_MLP_NORM_INPUT, kActivationBytes * tok * h);
@@ -555,6 +601,7 @@ class LayerBuilder {
   bool full_recompute_;
   bool keeps_only_input_;  // full recomputation of every layer
   uint32_t recomputed_;  // selective recomputation's modules (full recomputation keeps only the input)
+  bool op_policy_;       // torchtitan's op policy, which keeps its own list
 };
 
 }  // namespace

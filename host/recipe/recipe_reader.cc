@@ -411,9 +411,10 @@ bool may_recompute(const pp_training& training, const SearchChoices& search, pp_
 }
 
 // Megatron-LM's --recompute-modules names, as pp_recompute_module bits; only with selective
-// recomputation (a recipe or search that may choose it).
+// recomputation (a recipe or search that may choose it). torchtitan's op policy stands alone and
+// needs layers whose matmuls it knows the order of: attention with a dense MLP.
 uint32_t read_recompute_modules(TableReader& reader, const toml::table& table, const pp_training& training,
-                                const SearchChoices& search) {
+                                const SearchChoices& search, const LayerStack& layers) {
   const std::optional<std::vector<std::string>> names = reader.string_list("recompute_modules");
   if (!names) return 0;
   if (!may_recompute(training, search, PP_RECOMPUTE_SELECTIVE))
@@ -435,6 +436,16 @@ uint32_t read_recompute_modules(TableReader& reader, const toml::table& table, c
     modules |= found->module;
   }
   if (modules == 0) reader.fail(table.get("recompute_modules"), "recompute_modules", "is empty");
+  if ((modules & PP_RECOMPUTE_TORCHTITAN_OP) != 0) {
+    if (modules != PP_RECOMPUTE_TORCHTITAN_OP)
+      reader.fail(table.get("recompute_modules"), "recompute_modules",
+                  "\"torchtitan_op\" is torchtitan's whole per-op policy: name it alone");
+    for (const pp_layer_kind& kind : layers.kinds())
+      if (kind.mixer != PP_MIXER_ATTENTION || kind.mlp != PP_MLP_DENSE || kind.mtp)
+        reader.fail(table.get("recompute_modules"), "recompute_modules",
+                    "\"torchtitan_op\" is priced for attention layers with a dense MLP (the order of their "
+                    "matmuls decides which are kept), and the model has " + layer_kind_name(kind) + " layers");
+  }
   return modules;
 }
 
@@ -533,7 +544,7 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
   training.precision = *precision_named(reader.choice("precision", precision_names()).value_or("bf16"));
   std::string optimizer = reader.choice("optimizer", {"adam", "sgd"}).value_or("adam");
   training.optimizer = optimizer == "sgd" ? PP_OPTIMIZER_SGD : PP_OPTIMIZER_ADAM;
-  training.recompute_modules = read_recompute_modules(reader, *table, training, recipe.search);
+  training.recompute_modules = read_recompute_modules(reader, *table, training, recipe.search, recipe.model.layers);
   training.recompute_num_layers = read_recompute_num_layers(reader, *table, training, recipe.search);
   training.cpu_offloading_num_layers = read_cpu_offloading_num_layers(reader, *table, recipe);
   training.cuda_graph_modules = read_cuda_graph_modules(reader, *table, recipe.model.shape);

@@ -6,8 +6,13 @@ second TransformerBlock whole and runs the others plainly (torchtitan paralleliz
 _apply_ac_to_transformer_block). Without pipelining that is, op for op and byte for byte, full
 recomputation of half the layers: recompute = full, recompute_num_layers = layers / 2 (which
 layers does not matter to the cost). The *-selectivelayer rows of modern.csv (torchtitan's
-April 2024 A100 table) ran it. Its selective *op* policy (recompute every second matmul) has no
-equivalent here and stays "selective".
+April 2024 A100 table) ran it.
+
+Every other torchtitan row that recomputes selectively ran the *op* policy, the default of the
+llama3 train configs (`selective_ac_option = "op"`: matmul and attention outputs saved but every
+second matmul's, parallelize_llama.py's _custom_policy): recompute_modules = torchtitan_op (SDK
+1.8). The *-selectiveop rows name it; the others inherit it from llama3_8b.toml at the commits
+their notes give.
 Run from the repository root: python3 recipes/validation/torchtitan_ac_column.py
 """
 from csv_column import fill
@@ -25,5 +30,14 @@ def recomputed_layers(row):
     return str(int(row["layers"]) // 2) if layer_checkpointed(row) else ""
 
 
+def op_policy(row):
+    return row["id"].startswith("tt") and row["recompute"] == "selective"
+
+
+def recompute_modules(row):
+    return "torchtitan_op" if op_policy(row) else row["recompute_modules"]
+
+
 fill("recipes/validation/modern.csv", "recompute", recompute, "global_batch")
 fill("recipes/validation/modern.csv", "recompute_num_layers", recomputed_layers, "recompute")
+fill("recipes/validation/modern.csv", "recompute_modules", recompute_modules, "recompute_num_layers")

@@ -254,6 +254,29 @@ TEST(FrozenAbi, ThePreviousMinorsExecutorIsRefusedTheTritonKernel) {
                                  "attention_kernel \"triton\" (1.7)"});
 }
 
+// 1.8 added torchtitan's op policy to the recompute modules, which a 1.7 executor or exporter
+// would read as Megatron-LM's modules: the host refuses it such a recipe, and runs the same
+// recipe with Megatron-LM's selective recompute.
+TEST(FrozenAbi, ThePreviousMinorsExecutorIsRefusedTorchtitansOpPolicy) {
+  const uint32_t minor = 7;
+  const PluginCatalog catalog = PluginCatalog::scan({PARAPLAN_BUNDLED_PLUGIN_DIR, test::kFrozenAbiPluginDirs[minor]});
+  auto evaluate = [&](const std::string& modules, const std::string& executor) {
+    auto recipe = parse_recipe(
+        "[model]\nlayers = 4\nhidden = 4096\nheads = 32\nvocab = 32000\nseq_len = 8192\n"
+        "[training]\nglobal_batch = 8\nmicro_batch = 1\nrecompute = \"selective\"\nrecompute_modules = [\"" +
+            modules + "\"]\n[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 1\n",
+        "op_policy.toml");
+    auto hardware = open_hardware(*recipe, catalog);
+    ComposedPlan composed = compose_plan(*recipe, catalog, gpus_per_node(*recipe, *hardware));
+    return run_executor(executor, *recipe, catalog, composed, *hardware);
+  };
+  EXPECT_NO_THROW(evaluate("torchtitan_op", "analytic"));
+  EXPECT_NO_THROW(evaluate("core_attn", minor_name(minor) + "_counter"));
+  test::expect_error<PlanError>([&] { evaluate("torchtitan_op", minor_name(minor) + "_counter"); },
+                                {"executor '" + minor_name(minor) + "_counter' was built against SDK ABI 1.7, before "
+                                 "recompute_modules \"torchtitan_op\" (1.8)"});
+}
+
 // `plugins list` (the real command, in process) shows every minor's plugins with their own ABI.
 TEST(FrozenAbi, ThePluginListShowsEachMinor) {
   for (uint32_t minor = 0; minor <= PP_ABI_MINOR; ++minor) {

@@ -255,6 +255,13 @@ TEST(ExportMegatron, RecomputedModulesAsMegatronNamesThem) {
   const Export core = export_file(recipe, {"training.recompute=selective"});
   EXPECT_EQ(value(core.script, "--recompute-granularity"), "selective");
   EXPECT_FALSE(has(core.script, "--recompute-modules"));
+  // torchtitan's per-op policy has no Megatron-LM module: the default selective, reported.
+  const Export op_policy = export_file("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml",
+                                       {"training.recompute_modules=[\"torchtitan_op\"]"});
+  EXPECT_EQ(value(op_policy.script, "--recompute-granularity"), "selective");
+  EXPECT_FALSE(has(op_policy.script, "--recompute-modules"));
+  ASSERT_EQ(op_policy.unexpressed.size(), 1u);
+  EXPECT_NE(op_policy.unexpressed[0].find("recompute_modules = [\"torchtitan_op\"]"), std::string::npos);
 }
 
 // Full recomputation of every layer is Megatron-LM's uniform method in units of one layer; of

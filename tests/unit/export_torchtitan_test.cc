@@ -93,7 +93,16 @@ TEST(ExportTorchtitan, Dense3DMatchesTheGoldenFilesAndTheRecipe) {
   EXPECT_TRUE(mentions(result.unexpressed, "model 'llama2-70b'"));
   // The recipe's bf16 weights with an fp32 copy are not how FSDP2 keeps them.
   EXPECT_TRUE(mentions(result.unexpressed, "training.master_weights = \"separate\""));
-  EXPECT_EQ(result.unexpressed.size(), 3u) << joined(result.unexpressed, "\n");
+  // Megatron-LM's selective recompute has no torchtitan form: its per-op policy, reported; the
+  // recipe that names that policy exports it as evaluated, with nothing to report about it.
+  EXPECT_TRUE(mentions(result.unexpressed, "recompute selective (Megatron-LM's modules)"));
+  EXPECT_EQ(result.unexpressed.size(), 4u) << joined(result.unexpressed, "\n");
+  const ExportResult op_policy =
+      test::export_recipe(kDense, "torchtitan", {"training.recompute_modules=[\"torchtitan_op\"]"});
+  const toml::table op_config = toml::parse(file_named(op_policy, "torchtitan_job.toml").data);
+  EXPECT_EQ(text(op_config, "activation_checkpoint", "mode"), "selective");
+  EXPECT_EQ(text(op_config, "activation_checkpoint", "selective_ac_option"), "op");
+  EXPECT_FALSE(mentions(op_policy.unexpressed, "recompute"));
   // The overrides say the same as the file.
   const std::string& overrides = file_named(result, "torchtitan_overrides.txt").data;
   EXPECT_NE(overrides.find("--parallelism.tensor_parallel_degree 8\n"), std::string::npos) << overrides;
@@ -179,7 +188,8 @@ TEST(ExportTorchtitan, LongContextMatchesTheGoldenFilesAndTheRecipe) {
   EXPECT_EQ(integer(config, "parallelism", "pipeline_parallel_first_stage_less_layers"), 0);
   EXPECT_EQ(text(config, "parallelism", "context_parallel_rotate_method"), "alltoall");
   EXPECT_EQ(integer(config, "training", "local_batch_size"), 32);  // 64 / dp 2
-  EXPECT_EQ(result.unexpressed.size(), 2u) << joined(result.unexpressed, "\n");
+  EXPECT_EQ(result.unexpressed.size(), 3u) << joined(result.unexpressed, "\n");
+  EXPECT_TRUE(mentions(result.unexpressed, "recompute selective (Megatron-LM's modules)"));
   EXPECT_TRUE(mentions(result.unexpressed, "fsdp stage 1"));
   EXPECT_TRUE(mentions(result.unexpressed, "training.master_weights = \"separate\""));
 }

@@ -187,15 +187,18 @@ TEST(PredictionIntervals, TheShippedTableIsTheShippedRunsResiduals) {
   }
   ASSERT_EQ(shipped.memory_ratios.size(), now.memory_ratios.size());
   for (size_t i = 0; i < now.memory_ratios.size(); ++i) EXPECT_NEAR(shipped.memory_ratios[i], now.memory_ratios[i], 1e-4);
-  // Today 75.8 % of all rows (1824) and 80.4 % of modern.csv's lie inside out of fold (77.5 % of all
-  // before torchtitan's A100 rows, recomputing as they ran, narrowed the A100 band that vTrain's
-  // single-node rows are checked against; 82.8 % of
+  // Today 68.8 % of all rows (1827) and 79.7 % of modern.csv's lie inside out of fold (75.8 % of all
+  // before torchtitan's selective op policy was priced as it runs, 2026-12-06: its A100 rows, then
+  // 17-22 % too fast, were the top of the A100 band vTrain's single-node rows, 1440 of the 1827, are
+  // checked against; at 12 % the band's top fell from 1.22 to 1.16 and 261 of vTrain's rows lie
+  // above it, not 138: a band set by each source's worst rows, docs/validation.md; 77.5 % of all
+  // before torchtitan's layer checkpointing narrowed it the same way; 82.8 % of
   // modern's before ZeRO-2 under pipelining synchronised once per step: the Llama 3 405B rows, no
   // longer predicted 23-26 % slow, stopped widening the dense Hopper band's low end, 0.74 -> 0.80,
   // and 11 more of modern's rows, measured 0.74-0.80 of their predicted step, fall below it;
   // docs/validation.md).
   const CoverageCheck check = leave_one_source_out(residuals);
-  EXPECT_GE(static_cast<double>(check.all.inside) / static_cast<double>(check.all.runs), 0.75);
+  EXPECT_GE(static_cast<double>(check.all.inside) / static_cast<double>(check.all.runs), 0.68);
   for (const CoverageCount& file : check.files) {
     if (file.name.ends_with("modern.csv")) {
       EXPECT_GE(static_cast<double>(file.inside) / static_cast<double>(file.runs), 0.77) << file.name;

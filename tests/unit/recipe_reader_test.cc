@@ -111,6 +111,21 @@ TEST(RecipeReader, SizesTakeBinarySuffixesAndTheBatchMayBeGivenInTokens) {
   test::expect_error<InputError>([&] { parse(sized_recipe("4096", "")); }, {"training.global_batch: is required", "global_batch_tokens"});
 }
 
+// torchtitan's op policy is a policy of its own, on the layers whose matmul order it knows.
+TEST(RecipeReader, TorchtitansOpPolicyStandsAloneOnDenseAttentionLayers) {
+  auto recipe_with = [](const std::string& preset, const std::string& modules) {
+    return "[model]\npreset = \"" + preset + "\"\n[training]\nglobal_batch = 8\nmicro_batch = 1\n"
+           "recompute = \"selective\"\nrecompute_modules = " + modules + "\n"
+           "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 8\n";
+  };
+  EXPECT_EQ(parse(recipe_with("llama3-8b", "[\"torchtitan_op\"]"))->training.recompute_modules,
+            uint32_t{PP_RECOMPUTE_TORCHTITAN_OP});
+  test::expect_error<InputError>([&] { parse(recipe_with("llama3-8b", "[\"torchtitan_op\", \"layernorm\"]")); },
+                                 {"recipe.toml:7:", "training.recompute_modules", "name it alone"});
+  test::expect_error<InputError>([&] { parse(recipe_with("mixtral-8x7b", "[\"torchtitan_op\"]")); },
+                                 {"training.recompute_modules", "attention layers with a dense MLP", "moe"});
+}
+
 TEST(RecipeReader, MalformedTomlReportsLineAndColumn) {
   test::expect_error<InputError>([] { parse("[model]\nlayers = 2\nhidden = = 3\n"); }, {"recipe.toml:3:"});
 }

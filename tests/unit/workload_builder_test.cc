@@ -326,6 +326,50 @@ TEST(Activations, SelectiveRecomputeDropsTheScoresFullRecomputeKeepsTheInput) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(*full), 2.0 * 2048 * 4 * 4096);  // 2·s·b·h
 }
 
+// torchtitan's selective op policy (2024-2025, parallelize_llama.py _custom_policy) on a Llama 3
+// 8B layer: of the matmuls q, k, v, o, w1, w3, w2 it keeps the 1st, 3rd, 5th and 7th outputs, and
+// SDPA's output with its fp32 log-sum-exp; with the layer's input that is, per token,
+// 2·h + 2·(4096 + 1024 + 14336 + 4096) + 4·32 + 2·h bytes. Backward re-runs k, o and w3, the norms,
+// rotary, the GLU's product and the attention's residual sum; not the attention core (its output
+// is kept) nor the MLP's residual (nothing backward needs).
+std::unique_ptr<Plan> llama3_8b_layer(const std::string& recompute_modules) {
+  const std::unique_ptr<Recipe> recipe = parse_recipe(
+      "[model]\nlayers = 1\nhidden = 4096\nheads = 32\nkv_heads = 8\nffn_type = \"swiglu\"\nffn_hidden = 14336\n"
+      "vocab = 128256\nseq_len = 8192\nposition_embedding = \"rope\"\ndropout = 0.0\n"
+      "[training]\nglobal_batch = 2\nmicro_batch = 2\nrecompute = \"selective\"\n" + recompute_modules +
+          "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 1\n",
+      "llama.toml");
+  pp_cluster cluster{sizeof(pp_cluster), 1, 8};
+  auto plan = std::make_unique<Plan>(recipe->model.shape, recipe->training, cluster, 1);
+  build_workload(*plan, WorkloadOptions{true});
+  return plan;
+}
+
+TEST(Activations, TorchtitansOpPolicyKeepsOddMatmulsAndRerunsTheEvenOnes) {
+  auto plan = llama3_8b_layer("recompute_modules = [\"torchtitan_op\"]\n");
+  const double tokens = 2.0 * 8192, h = 4096;
+  const double kept_per_token = 2 * h + 2 * (4096 + 1024 + 14336 + 4096) + 4 * 32 + 2 * h;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(*plan), tokens * kept_per_token);
+
+  double recomputed_gemm_flops = 0;
+  bool core_recomputed = false;
+  for (const pp_op& op : plan->op_list()) {
+    if (op.scope != PP_SCOPE_LAYER || op.phase != PP_PHASE_RECOMPUTE) continue;
+    if (op.kind == PP_OP_GEMM) recomputed_gemm_flops += op.flops;
+    core_recomputed = core_recomputed || op.kind == PP_OP_ATTENTION;
+  }
+  EXPECT_DOUBLE_EQ(recomputed_gemm_flops, 2 * tokens * (1024 * h + h * 4096 + 14336 * h));  // k, o, w3
+  EXPECT_FALSE(core_recomputed);
+  for (const char* rerun : {PP_OP_ATTN_NORM, PP_OP_MLP_NORM, PP_OP_ROTARY, PP_OP_MLP_ACT, PP_OP_ATTN_RESIDUAL})
+    EXPECT_GT(memory_op(*plan, rerun).recompute, 0) << rerun;
+  EXPECT_EQ(memory_op(*plan, PP_OP_MLP_RESIDUAL).recompute, 0);
+
+  // Megatron-LM's selective recompute of the same layer keeps about twice as much, re-running the
+  // attention core alone.
+  auto megatron = llama3_8b_layer("");
+  EXPECT_GT(layer_activation_bytes(*megatron), 2.0 * layer_activation_bytes(*plan));
+}
+
 double model_flops(const Plan& plan, int64_t layers) {
   double flops = 0;
   for (const pp_op& op : plan.op_list()) {

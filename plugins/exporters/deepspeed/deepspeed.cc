@@ -211,8 +211,11 @@ class DeepSpeed : public paraplan::Exporter {
                               "not each stage's first layers; exported as every layer, which recomputes more than "
                               "was evaluated");
     } else if (training.recompute == PP_RECOMPUTE_SELECTIVE) {
-      unexpressed.push_back("recompute selective: DeepSpeed checkpoints whole layers only "
-                            "(activation_checkpointing); left off, flash attention recomputes the attention core");
+      unexpressed.push_back(paraplan::recomputed_modules(training) == PP_RECOMPUTE_TORCHTITAN_OP
+                                ? "recompute_modules = [\"torchtitan_op\"]: DeepSpeed checkpoints whole layers only "
+                                  "(activation_checkpointing); left off, the job keeps every activation"
+                                : "recompute selective: DeepSpeed checkpoints whole layers only "
+                                  "(activation_checkpointing); left off, flash attention recomputes the attention core");
     }
 
     if (const int64_t offloaded = paraplan::cpu_offloading_num_layers(training); offloaded > 0)

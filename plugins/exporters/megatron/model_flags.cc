@@ -153,7 +153,11 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
     out.recompute.add("--recompute-granularity", "selective");
     // Megatron-LM's default module is core_attn; any other set is written out.
     const uint32_t recomputed = paraplan::recomputed_modules(training);
-    if (recomputed != PP_RECOMPUTE_CORE_ATTN)
+    if (recomputed == PP_RECOMPUTE_TORCHTITAN_OP)
+      out.unexpressed.push_back("recompute_modules = [\"torchtitan_op\"]: Megatron-LM has no per-op policy (every "
+                                "second matmul recomputed); exported as its default selective recompute (core_attn), "
+                                "which keeps more activations and recomputes less than was evaluated");
+    else if (recomputed != PP_RECOMPUTE_CORE_ATTN)
       out.recompute.add("--recompute-modules", module_words(paraplan::kRecomputeModuleNames, recomputed));
   } else if (training.recompute == PP_RECOMPUTE_FULL) {
     // Every layer: uniform units of one layer. Some: block, the first N of each chunk.

@@ -347,8 +347,15 @@ class Torchtitan : public paraplan::Exporter {
         break;
       case PP_RECOMPUTE_SELECTIVE:
         checkpointing.set("mode", std::string("selective"));
-        checkpointing.set("selective_ac_option", std::string("op"),
-                          "per-op SAC; the attention core is recomputed by flash attention's backward");
+        if (paraplan::recomputed_modules(training) == PP_RECOMPUTE_TORCHTITAN_OP) {
+          checkpointing.set("selective_ac_option", std::string("op"), "per-op SAC, as evaluated");
+          break;
+        }
+        checkpointing.set("selective_ac_option", std::string("op"), "per-op SAC: the nearest torchtitan has");
+        unexpressed.push_back("recompute selective (Megatron-LM's modules): torchtitan recomputes per layer or per op, "
+                              "not by module; exported as its per-op policy (selective_ac_option = \"op\"), which "
+                              "keeps fewer activations and recomputes more matmuls than was evaluated (recompute_modules "
+                              "= [\"torchtitan_op\"] evaluates that policy)");
         break;
       default:
         checkpointing.set("mode", std::string("none"));

@@ -16,8 +16,8 @@
  * machine measurement (calibrate) to pp_executor_v1; 1.5 adds the host services (host.h:
  * logging) and appends attach_host to pp_plugin_v1; 1.6 adds the layer stack (model.h:
  * pp_layer_kind; pp_model, pp_plan_view_v1 and pp_plan_api_v1 appended); 1.7 adds a value to an
- * enum (pp_attention_kernel TRITON), no struct grows. abi_history.h has every minor's struct
- * sizes.
+ * enum (pp_attention_kernel TRITON), no struct grows; 1.8 likewise (pp_recompute_module
+ * TORCHTITAN_OP). abi_history.h has every minor's struct sizes.
  */
 #ifndef PARAPLAN_ABI_H
 #define PARAPLAN_ABI_H
@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define PP_ABI_MAJOR 1
-#define PP_ABI_MINOR 7
+#define PP_ABI_MINOR 8
 
 #ifdef __cplusplus
 #define PP_EXTERN_C extern "C"

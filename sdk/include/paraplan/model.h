@@ -146,14 +146,20 @@ typedef enum pp_recompute {
 } pp_recompute;
 
 /* ABI 1.6: with PP_RECOMPUTE_SELECTIVE, which parts of a layer are recomputed in backward rather
- * than kept (Megatron-LM's --recompute-modules); a bit set, 0 meaning PP_RECOMPUTE_CORE_ATTN. */
+ * than kept (Megatron-LM's --recompute-modules); a bit set, 0 meaning PP_RECOMPUTE_CORE_ATTN.
+ * ABI 1.8: TORCHTITAN_OP is a policy of its own, never combined with the others. */
 typedef enum pp_recompute_module {
   PP_RECOMPUTE_CORE_ATTN = 1,   /* the attention core (Korthikanti et al. 2022's selective recompute) */
   PP_RECOMPUTE_MLA_UP_PROJ = 2, /* MLA's up projections: Q, K and V rebuilt from the kept latents */
   PP_RECOMPUTE_LAYERNORM = 4,   /* the norms: their outputs (the next GEMMs' inputs) not kept */
   PP_RECOMPUTE_MOE_ACT = 8,     /* the experts' activation function: its output not kept */
   PP_RECOMPUTE_MOE = 16,        /* the whole MoE block: router, experts, their activations */
-  PP_RECOMPUTE_MLP = 32         /* the whole dense MLP */
+  PP_RECOMPUTE_MLP = 32,        /* the whole dense MLP */
+  /* ABI 1.8: torchtitan's selective op checkpointing (selective_ac_option = "op", 2024-2025):
+   * matmul and attention outputs kept but every second matmul's in a layer; the rest (norms,
+   * rotary, the GLU's product, the residual sums, the unkept matmuls) recomputed. Attention
+   * layers with a dense MLP only (the order of their matmuls decides which are kept). */
+  PP_RECOMPUTE_TORCHTITAN_OP = 64
 } pp_recompute_module;
 
 /* ABI 1.6: the parts of a layer captured in CUDA graphs, whose ops the host replays instead of

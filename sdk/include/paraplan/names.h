@@ -143,6 +143,10 @@
 #define PP_MEMORY_PREFIX_ACT_TENSOR "act.tensor." /* split by tp */
 #define PP_MEMORY_PREFIX_ACT_EXPERT "act.expert." /* tokens routed to experts */
 #define PP_MEMORY_ACT_LAYER_INPUT "act.seq.layer_input"
+/* ABI 1.8: what torchtitan's op policy (PP_RECOMPUTE_TORCHTITAN_OP) keeps besides the layer input:
+ * the kept matmul and attention outputs of tensor-parallel width, and of the hidden width. */
+#define PP_MEMORY_ACT_KEPT_OUTPUTS "act.tensor.kept_outputs"
+#define PP_MEMORY_ACT_KEPT_HIDDEN_OUTPUTS "act.seq.kept_hidden_outputs"
 #define PP_MEMORY_ACT_ATTN_NORM_INPUT "act.seq.attn_norm_input"
 #define PP_MEMORY_ACT_QKV_INPUT "act.seq.qkv_input"
 #define PP_MEMORY_ACT_Q "act.tensor.q"

@@ -369,7 +369,8 @@ inline int64_t first_layers_apart(const pp_training& training) {
 }
 
 // Megatron-LM's --recompute-modules names of the pp_recompute_module bits, in bit order: the
-// recipe's `recompute_modules` and what the Megatron exporter writes.
+// recipe's `recompute_modules` and what the Megatron exporter writes; then torchtitan's op policy
+// (1.8), which Megatron-LM has no module for.
 struct RecomputeModuleName {
   std::string_view name;
   uint32_t module;
@@ -378,6 +379,7 @@ inline constexpr RecomputeModuleName kRecomputeModuleNames[] = {
     {"core_attn", PP_RECOMPUTE_CORE_ATTN}, {"mla_up_proj", PP_RECOMPUTE_MLA_UP_PROJ},
     {"layernorm", PP_RECOMPUTE_LAYERNORM}, {"moe_act", PP_RECOMPUTE_MOE_ACT},
     {"moe", PP_RECOMPUTE_MOE},             {"mlp", PP_RECOMPUTE_MLP},
+    {"torchtitan_op", PP_RECOMPUTE_TORCHTITAN_OP},
 };
 
 // A mesh axis's parent as the top-level axes it subdivides: "dp" is one axis, "tp*cp*dp" a region
