@@ -20,6 +20,7 @@ constexpr double kMambaChunk = 128.0;
 struct Tokens {
   double batch, seq, tokens, hidden, vocab;
   bool dropout;  // masks kept for backward (dropout > 0)
+  bool eager;    // PyTorch eager elementwise kernels (pp_elementwise_kernels)
   pp_position_embedding positions;
   // Biases added outside the bias-dropout-add kernel: an MoE model with biases runs it unfused
   // (Megatron-Core's TEGroupedMLP refuses bias_dropout_fusion with add_bias_linear).
@@ -34,6 +35,7 @@ Tokens tokens_of(const pp_model& model, const pp_training& training) {
   t.hidden = static_cast<double>(model.hidden);
   t.vocab = static_cast<double>(model.vocab);
   t.dropout = model.dropout > 0;
+  t.eager = elementwise_kernels(training) == PP_ELEMENTWISE_EAGER;
   t.positions = position_embedding(model);
   bool biases = false, experts = false;
   const LayerKinds kinds(model);
@@ -269,10 +271,12 @@ class LayerBuilder {
   // rope (utils/fusions.py), and rope_utils.py's _apply_rotary_pos_emb_bshd runs t * cos, the
   // negated half, their concatenation, its product with sin, the sum and a final concatenation:
   // 12 element reads and writes, 24 bytes, and as many in backward.
+  // Eager rope (torchtitan's apply_rotary_emb without torch.compile) upcasts to fp32 (2 read, 4
+  // written), multiplies as complex numbers by the fp32 frequencies (4 + 4 read, 4 written) and
+  // casts back (4 read, 2 written): 24 bytes, 12 element passes, as YaRN's.
   void rotary(double q_width, double kv_width, uint32_t module = 0) {
-    const double passes = t_.positions == PP_POSITION_EMBEDDING_ROPE ? 2.0
-                          : t_.positions == PP_POSITION_EMBEDDING_YARN ? 12.0
-                                                                       : 0.0;
+    const bool rope = t_.positions == PP_POSITION_EMBEDDING_ROPE;
+    const double passes = rope ? (t_.eager ? 12.0 : 2.0) : t_.positions == PP_POSITION_EMBEDDING_YARN ? 12.0 : 0.0;
     const double bytes = passes * kActivationBytes * t_.tokens * (q_width + kv_width);
     if (bytes > 0) emit_.memory_bound(PP_OP_ROTARY, bytes, bytes, module);
   }
@@ -288,8 +292,12 @@ class LayerBuilder {
   void dropout_mask(const char* name) {
     if (t_.dropout) act(name, t_.tokens * t_.hidden);  // 1 byte per element
   }
+  // A fused norm reads and writes each element once. Eager (torchtitan's RMSNorm without
+  // torch.compile: x * rsqrt(mean(x²) + eps) in fp32, cast back, times the weight): the upcast
+  // (2 read, 4 written), the square (4, 4), the mean (4 read), the product (4, 4), the cast back
+  // (4, 2) and the weight's product (2, 2): 36 bytes.
   void norm(const char* name) {
-    emit_.memory_bound(name, 2.0 * kActivationBytes * t_.tokens * t_.hidden, -1.0,
+    emit_.memory_bound(name, (t_.eager ? 36.0 : 2.0 * kActivationBytes) * t_.tokens * t_.hidden, -1.0,
                        PP_RECOMPUTE_LAYERNORM | PP_RECOMPUTE_TORCHTITAN_OP);
   }
   double keys() const {
@@ -447,7 +455,10 @@ class LayerBuilder {
     emit_.gemm(PP_OP_MLP_UP, tok, ffn, h, up_module);
     if (swiglu) emit_.gemm(PP_OP_MLP_GATE, tok, ffn, h, kMlp);
     clamp(PP_OP_MLP_CLAMP, tok, ffn, kMlp);
-    emit_.memory_bound(PP_OP_MLP_ACT, (swiglu ? 3.0 : 2.0) * kActivationBytes * tok * ffn, -1.0,
+    // Fused SwiGLU reads the gate and up outputs and writes their product; eager, silu (2 read, 2
+    // written) and then the product (4 read, 2 written): 5 passes, not 3.
+    const double glu_passes = t_.eager ? 5.0 : 3.0;
+    emit_.memory_bound(PP_OP_MLP_ACT, (swiglu ? glu_passes : 2.0) * kActivationBytes * tok * ffn, -1.0,
                        kMlp | PP_RECOMPUTE_TORCHTITAN_OP);
     emit_.gemm(PP_OP_MLP_DOWN, tok, h, ffn, kMlp);
     residual(PP_OP_MLP_RESIDUAL, /*biased=*/true);

@@ -41,7 +41,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& core_sectio
                  "tied_embeddings", "dropout", "rotary_base", "norm_epsilon", "position_embedding", "linear_bias",
                  "activation_clamp"}},
       {"training", {"global_batch", "global_batch_tokens", "micro_batch", "precision", "recompute", "recompute_modules", "recompute_num_layers", "cpu_offloading_num_layers", "cuda_graph_modules", "optimizer", "master_weights",
-                    "flash_attention", "attention_kernel", "main_grads"}},
+                    "flash_attention", "attention_kernel", "elementwise_kernels", "main_grads"}},
       {"cluster", {"hardware", "num_gpus", "gpus_per_node", "mesh_order"}},
   };
   return sections;
@@ -555,6 +555,11 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
                   "names a fused kernel, but flash_attention = false runs attention unfused");
     training.attention_kernel = paraplan::attention_kernel_named(*kernel);
   }
+  const std::vector<std::string> elementwise(std::begin(paraplan::kElementwiseKernelNames),
+                                            std::end(paraplan::kElementwiseKernelNames));
+  training.elementwise_kernels = reader.choice("elementwise_kernels", elementwise).value_or("fused") == "eager"
+                                     ? PP_ELEMENTWISE_EAGER
+                                     : PP_ELEMENTWISE_FUSED;
   recipe.fp32_main_grads = reader.choice("main_grads", {"fp32", "bf16"}).value_or("fp32") == "fp32";
   training.master_weights = reader.choice("master_weights", {"separate", "in_place"}).value_or("separate") == "in_place"
                                 ? PP_MASTER_WEIGHTS_IN_PLACE

@@ -74,9 +74,12 @@ struct IntervalTable {
   double coverage = 0.8;
   double low_quantile = 0.05, high_quantile = 0.95;
   size_t min_runs = 20;
-  // A class seen by one source says nothing of the next source's error; a table built from one
-  // source's runs (a team's own) needs just that one.
-  size_t min_sources = 2;
+  // A class seen by few sources says little of the next source's error: each left-out source's
+  // runs against classes of 2 or 3 other sources held 60.1 % out of fold (2026-12-06, once
+  // torchtitan's A100 rows were priced as they ran, the A100 class's three other sources agreeing
+  // within a few per cent and vTrain's scatter not), against classes of 4 or more 93.7 %
+  // (docs/validation.md). A table built from fewer sources (a team's own runs) needs all it has.
+  size_t min_sources = 4;
   std::vector<IntervalClass> classes;  // every class (at every level) with at least min_runs runs
   std::vector<double> memory_ratios;   // sorted; measured / predicted peak memory
   size_t runs = 0;                     // residuals the table was built from

@@ -139,6 +139,7 @@ std::string run_recipe_text(const MeasuredRun& run) {
   if (!run.cuda_graph_modules.empty()) recipe.raw("cuda_graph_modules", string_array(run.cuda_graph_modules));
   if (run.flash_attention == false) recipe.boolean("flash_attention", false);
   recipe.optional_string("attention_kernel", run.attention_kernel);  // blank: tuned
+  recipe.optional_string("elementwise_kernels", run.elementwise_kernels);  // blank: fused
   recipe.optional_integer("cpu_offloading_num_layers", run.cpu_offloading_num_layers);  // blank: none
   recipe.optional_integer("recompute_num_layers", run.recompute_num_layers);  // blank: searched with full
 

@@ -257,7 +257,7 @@ TEST(FrozenAbi, ThePreviousMinorsExecutorIsRefusedTheTritonKernel) {
 // 1.8 added torchtitan's op policy to the recompute modules, which a 1.7 executor or exporter
 // would read as Megatron-LM's modules: the host refuses it such a recipe, and runs the same
 // recipe with Megatron-LM's selective recompute.
-TEST(FrozenAbi, ThePreviousMinorsExecutorIsRefusedTorchtitansOpPolicy) {
+TEST(FrozenAbi, ThePreviousMinorsExecutorIsRefusedTorchtitansOpPolicyAndEagerKernels) {
   const uint32_t minor = 7;
   const PluginCatalog catalog = PluginCatalog::scan({PARAPLAN_BUNDLED_PLUGIN_DIR, test::kFrozenAbiPluginDirs[minor]});
   auto evaluate = [&](const std::string& modules, const std::string& executor) {
@@ -275,6 +275,17 @@ TEST(FrozenAbi, ThePreviousMinorsExecutorIsRefusedTorchtitansOpPolicy) {
   test::expect_error<PlanError>([&] { evaluate("torchtitan_op", minor_name(minor) + "_counter"); },
                                 {"executor '" + minor_name(minor) + "_counter' was built against SDK ABI 1.7, before "
                                  "recompute_modules \"torchtitan_op\" (1.8)"});
+  // 1.8's eager elementwise kernels likewise.
+  auto eager = parse_recipe(
+      "[model]\nlayers = 4\nhidden = 4096\nheads = 32\nvocab = 32000\nseq_len = 8192\n"
+      "[training]\nglobal_batch = 8\nmicro_batch = 1\nelementwise_kernels = \"eager\"\n"
+      "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 1\n",
+      "eager.toml");
+  auto hardware = open_hardware(*eager, catalog);
+  ComposedPlan composed = compose_plan(*eager, catalog, gpus_per_node(*eager, *hardware));
+  EXPECT_NO_THROW(run_executor("analytic", *eager, catalog, composed, *hardware));
+  test::expect_error<PlanError>([&] { run_executor(minor_name(minor) + "_counter", *eager, catalog, composed, *hardware); },
+                                {"before elementwise_kernels \"eager\" (1.8)"});
 }
 
 // `plugins list` (the real command, in process) shows every minor's plugins with their own ABI.

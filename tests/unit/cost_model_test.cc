@@ -259,7 +259,7 @@ pp_model gpt3_175b() {
 }
 
 TEST(ModelFlopsPerStep, IsMegatronF72ForAGpt) {
-  pp_training training{sizeof(pp_training), 64, 1, PP_PRECISION_BF16, PP_RECOMPUTE_FULL, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0};
+  pp_training training{sizeof(pp_training), 64, 1, PP_PRECISION_BF16, PP_RECOMPUTE_FULL, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0, PP_ELEMENTWISE_FUSED};
   const double B = 64, s = 2048, l = 96, h = 12288, V = 51200;
   EXPECT_NEAR(model_flops_per_step(gpt3_175b(), training) / (72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))),
               1.0, 1e-12);
@@ -270,7 +270,7 @@ TEST(ModelFlopsPerStep, MoeCountsTheRouterAndTheChosenExperts) {
   moe.layers = 1, moe.moe_experts = 8, moe.moe_top_k = 2, moe.moe_ffn_hidden = 1000, moe.ffn_type = PP_FFN_SWIGLU;
   pp_model dense = moe;
   dense.moe_experts = 0, dense.ffn_hidden = 2000;  // two SwiGLU experts of 1000 = one of 2000
-  pp_training training{sizeof(pp_training), 1, 1, PP_PRECISION_BF16, PP_RECOMPUTE_NONE, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0};
+  pp_training training{sizeof(pp_training), 1, 1, PP_PRECISION_BF16, PP_RECOMPUTE_NONE, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0, PP_ELEMENTWISE_FUSED};
   // The only difference is the router: 2·h·E FLOPs per token forward, ×3 with backward.
   EXPECT_DOUBLE_EQ(model_flops_per_step(moe, training) - model_flops_per_step(dense, training), 3 * 2 * 12288.0 * 8 * 2048);
 }

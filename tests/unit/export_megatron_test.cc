@@ -307,6 +307,10 @@ TEST(ExportMegatron, AttentionKernelAsTheAttentionBackend) {
   ASSERT_EQ(triton.unexpressed.size(), 1u);
   EXPECT_NE(triton.unexpressed[0].find("training.attention_kernel = \"triton\""), std::string::npos);
   EXPECT_TRUE(export_file(recipe, {"training.attention_kernel=\"flash2\""}).unexpressed.empty());
+  // Megatron-LM's norms, rotary and GLU are fused kernels: a plan priced with eager ones, reported.
+  const Export eager = export_file(recipe, {"training.elementwise_kernels=\"eager\""});
+  ASSERT_EQ(eager.unexpressed.size(), 1u);
+  EXPECT_NE(eager.unexpressed[0].find("training.elementwise_kernels = \"eager\""), std::string::npos);
 }
 
 // Group-limited routing as TransformerConfig's moe_router_num_groups and moe_router_group_topk

@@ -103,6 +103,15 @@ TEST(ExportTorchtitan, Dense3DMatchesTheGoldenFilesAndTheRecipe) {
   EXPECT_EQ(text(op_config, "activation_checkpoint", "mode"), "selective");
   EXPECT_EQ(text(op_config, "activation_checkpoint", "selective_ac_option"), "op");
   EXPECT_FALSE(mentions(op_policy.unexpressed, "recompute"));
+  // Fused elementwise kernels are torch.compile's; eager ones run without it, as evaluated.
+  EXPECT_EQ(config["training"]["compile"].value<bool>(), true);
+  const ExportResult eager = test::export_recipe(kDense, "torchtitan", {"training.elementwise_kernels=\"eager\""});
+  EXPECT_EQ(toml::parse(file_named(eager, "torchtitan_job.toml").data)["training"]["compile"].value<bool>(), false);
+  EXPECT_FALSE(mentions(eager.unexpressed, "elementwise_kernels"));
+  // Async TP needs torch.compile, which fuses them: reported.
+  const ExportResult async_eager = test::export_recipe(
+      kDense, "torchtitan", {"training.elementwise_kernels=\"eager\"", "strategy.tp.overlap=true"});
+  EXPECT_TRUE(mentions(async_eager.unexpressed, "elementwise_kernels = \"eager\""));
   // The overrides say the same as the file.
   const std::string& overrides = file_named(result, "torchtitan_overrides.txt").data;
   EXPECT_NE(overrides.find("--parallelism.tensor_parallel_degree 8\n"), std::string::npos) << overrides;

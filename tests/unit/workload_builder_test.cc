@@ -24,7 +24,7 @@ pp_model gpt(int64_t layers, int64_t hidden, int64_t heads, int64_t vocab, int64
 }
 
 pp_training training(int64_t micro_batch, pp_recompute recompute) {
-  return pp_training{sizeof(pp_training), micro_batch, micro_batch, PP_PRECISION_BF16, recompute, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0};
+  return pp_training{sizeof(pp_training), micro_batch, micro_batch, PP_PRECISION_BF16, recompute, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0, PP_ELEMENTWISE_FUSED};
 }
 
 double layer_activation_bytes(const Plan& plan) {
@@ -238,6 +238,38 @@ TEST(ModelFeatures, RotaryPassesAreFusedForRopeAndEagerForYarn) {
   EXPECT_DOUBLE_EQ(yarn.backward, 24 * elements);
   for (const char* none : {"", "position_embedding = \"none\"\n", "position_embedding = \"learned_absolute\"\n"})
     EXPECT_EQ(memory_op(*built(none), PP_OP_ROTARY).forward, 0) << none;
+}
+
+// PyTorch eager mode (torchtitan without torch.compile), op by op from torchtitan's model code:
+// RMSNorm upcasts x (read 2, write 4 bytes), squares it (4, 4), takes the mean (4), multiplies
+// by the reciprocal root (4, 4), casts back (4, 2) and multiplies by the weight (2, 2): 36 bytes
+// per element where the fused norm moves 4. Rope upcasts (2, 4), multiplies as complex numbers
+// by fp32 frequencies (4 + 4, 4) and casts back (4, 2): 24 bytes against 4. SwiGLU's silu (2, 2)
+// and product (4, 2): 10 bytes against the fused kernel's 6. Backward: twice a norm's and the
+// GLU's forward (a gradient per input read), rope's as its forward (the builder's rules).
+TEST(ModelFeatures, EagerKernelsMoveEachCompositeOpsBytes) {
+  const double tokens = 2048, h = 2048, qk = (16 + 4) * 128.0;
+  const auto fused = built("position_embedding = \"rope\"\n");
+  const auto eager = built("position_embedding = \"rope\"\n", "elementwise_kernels = \"eager\"\n");
+  EXPECT_DOUBLE_EQ(memory_op(*fused, PP_OP_ATTN_NORM).forward, 4 * tokens * h);
+  EXPECT_DOUBLE_EQ(memory_op(*eager, PP_OP_ATTN_NORM).forward, 36 * tokens * h);
+  EXPECT_DOUBLE_EQ(memory_op(*eager, PP_OP_ATTN_NORM).backward, 72 * tokens * h);
+  EXPECT_DOUBLE_EQ(memory_op(*fused, PP_OP_ROTARY).forward, 4 * tokens * qk);
+  EXPECT_DOUBLE_EQ(memory_op(*eager, PP_OP_ROTARY).forward, 24 * tokens * qk);
+  EXPECT_DOUBLE_EQ(memory_op(*eager, PP_OP_ROTARY).backward, 24 * tokens * qk);
+  // The dense GLU of a layer without experts: the same model's dense width, 4096.
+  const std::string dense = "[model]\nlayers = 1\nhidden = 2048\nheads = 16\nffn_type = \"swiglu\"\nffn_hidden = 4096\n"
+                            "vocab = 32000\nseq_len = 1024\n[training]\nglobal_batch = 2\nmicro_batch = 2\n";
+  auto glu = [&](const std::string& kernels) {
+    const std::unique_ptr<Recipe> recipe =
+        parse_recipe(dense + kernels + "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 1\n", "glu.toml");
+    Plan plan(recipe->model.shape, recipe->training, pp_cluster{sizeof(pp_cluster), 1, 8}, 1);
+    build_workload(plan, WorkloadOptions{true});
+    return memory_op(plan, PP_OP_MLP_ACT);
+  };
+  EXPECT_DOUBLE_EQ(glu("").forward, 6 * tokens * 4096);
+  EXPECT_DOUBLE_EQ(glu("elementwise_kernels = \"eager\"\n").forward, 10 * tokens * 4096);
+  EXPECT_DOUBLE_EQ(glu("elementwise_kernels = \"eager\"\n").backward, 20 * tokens * 4096);
 }
 
 TEST(ModelFeatures, AClampedGluAddsEagerClampsBeforeTheActivation) {

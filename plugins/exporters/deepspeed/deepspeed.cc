@@ -98,6 +98,9 @@ class DeepSpeed : public paraplan::Exporter {
       unexpressed.push_back("training.master_weights = \"in_place\": DeepSpeed's bf16 optimizer keeps bf16 weights and "
                             "an fp32 copy in its optimizer state: the job holds 2 bytes per parameter more model state "
                             "than was evaluated");
+    if (paraplan::elementwise_kernels(training) == PP_ELEMENTWISE_EAGER)
+      unexpressed.push_back("training.elementwise_kernels = \"eager\": ds_config does not say how the training script's "
+                            "norms, rotary and GLU run; the plan assumed PyTorch eager kernels");
     if (paraplan::issue::cuda_graph_modules(training) != 0)
       unexpressed.push_back("cuda_graph_modules: ds_config captures no CUDA graphs of Megatron-LM's modules; the job "
                             "issues the ops the plan replays from graphs eagerly (slower where the host bounds it)");

@@ -144,6 +144,10 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
     out.unexpressed.push_back("training.attention_kernel = \"triton\": Megatron-LM has no Triton FlashAttention "
                               "backend; exported as --attention-backend flash (FlashAttention-2), which runs the "
                               "attention faster than was evaluated");
+  if (paraplan::elementwise_kernels(training) == PP_ELEMENTWISE_EAGER)
+    out.unexpressed.push_back("training.elementwise_kernels = \"eager\": Megatron-LM runs fused norm, rotary and GLU "
+                              "kernels (Transformer Engine, Megatron-Core's fusions): the job's elementwise work runs "
+                              "faster than was evaluated");
   if (paraplan::master_weights_in_place(training))
     out.unexpressed.push_back("training.master_weights = \"in_place\": Megatron-LM keeps bf16 weights and an fp32 copy "
                               "in its optimizer state: the job holds 2 bytes per parameter more model state than was "

@@ -20,6 +20,8 @@
 //   tp -> tensor_parallel_degree (torchtitan's TP always shards the norms' activations along the
 //   sequence, Megatron-style sequence parallelism); tp overlap -> enable_async_tensor_parallel
 //   (needs training.compile, set with it)
+//   elementwise_kernels fused -> training.compile = true (torch.compile fuses the norms, rotary
+//   and GLU); eager -> false
 //   sp ring -> context_parallel_degree; ulysses -> unexpressed (torchtitan's CP is ring attention)
 //   pp -> pipeline_parallel_degree, _schedule, _microbatch_size, _layers_per_stage
 //   ep -> expert_parallel_degree (torchtitan's "dp2ep": experts over data-parallel ranks, as the
@@ -289,7 +291,17 @@ class Torchtitan : public paraplan::Exporter {
                  tp > 1 ? "torchtitan's TP always runs with sequence parallelism (sharded norms and dropout)" : "");
     const bool async_tp = tp > 1 && tp_strategy && tp_strategy->flag("overlap");
     parallel.set("enable_async_tensor_parallel", async_tp);
-    if (async_tp) train.set("compile", true, "async tensor parallelism works only under torch.compile");
+    const bool eager = paraplan::elementwise_kernels(training) == PP_ELEMENTWISE_EAGER;
+    if (async_tp) {
+      train.set("compile", true, "async tensor parallelism works only under torch.compile");
+      if (eager)
+        unexpressed.push_back("elementwise_kernels = \"eager\": torchtitan's async TP runs only under torch.compile, "
+                              "which also fuses the norms, rotary and GLU: the job's elementwise work runs faster than "
+                              "was evaluated");
+    } else {
+      train.set("compile", !eager, eager ? "eager PyTorch kernels, as evaluated"
+                                         : "torch.compile fuses the norms, rotary and GLU, as evaluated");
+    }
     parallel.set("disable_loss_parallel", false);
     if (tp > 1) {
       const bool megatron_sp = sp && (sp_mode == "megatron" || sp->flag("megatron_sp"));

@@ -16,8 +16,9 @@
  * machine measurement (calibrate) to pp_executor_v1; 1.5 adds the host services (host.h:
  * logging) and appends attach_host to pp_plugin_v1; 1.6 adds the layer stack (model.h:
  * pp_layer_kind; pp_model, pp_plan_view_v1 and pp_plan_api_v1 appended); 1.7 adds a value to an
- * enum (pp_attention_kernel TRITON), no struct grows; 1.8 likewise (pp_recompute_module
- * TORCHTITAN_OP). abi_history.h has every minor's struct sizes.
+ * enum (pp_attention_kernel TRITON), no struct grows; 1.8 adds torchtitan's op policy
+ * (pp_recompute_module TORCHTITAN_OP) and eager kernels (pp_training elementwise_kernels appended).
+ * abi_history.h has every minor's struct sizes.
  */
 #ifndef PARAPLAN_ABI_H
 #define PARAPLAN_ABI_H

@@ -33,8 +33,9 @@
  *        recompute_num_layers, cpu_offloading_num_layers
  *   1.7  pp_attention_kernel += TRITON (no struct grew; the host refuses that kernel to an older
  *        plugin, which would price it as the tuned one)
- *   1.8  pp_recompute_module += TORCHTITAN_OP (no struct grew; the host refuses that policy to an
- *        older executor or exporter, which would read it as Megatron-LM's modules)
+ *   1.8  pp_recompute_module += TORCHTITAN_OP; pp_training += elementwise_kernels (a struct the host
+ *        hands plugins); the host refuses either to an older executor or exporter, which would read
+ *        the first as Megatron-LM's modules and not know the second
  */
 #ifndef PARAPLAN_ABI_HISTORY_H
 #define PARAPLAN_ABI_HISTORY_H

@@ -200,6 +200,15 @@ typedef enum pp_attention_kernel {
   PP_ATTENTION_KERNEL_TRITON = 2
 } pp_attention_kernel;
 
+/* ABI 1.8: how a layer's memory-bound elementwise work (norms, rotary embedding, the GLU's
+ * product) runs. FUSED (0, and every older host): one kernel each, as Megatron-LM and Transformer
+ * Engine run them, or torch.compile fuses them. EAGER: PyTorch eager mode, each composite op as its
+ * own kernels upcast to fp32 (torchtitan without torch.compile: its RMSNorm and complex rotary). */
+typedef enum pp_elementwise_kernels {
+  PP_ELEMENTWISE_FUSED = 0,
+  PP_ELEMENTWISE_EAGER = 1
+} pp_elementwise_kernels;
+
 typedef struct pp_training {
   uint32_t struct_size;
   int64_t global_batch; /* sequences per optimizer step */
@@ -224,6 +233,8 @@ typedef struct pp_training {
    * offloads without pipeline parallelism or recomputation only. Read only when struct_size
    * covers it (paraplan::cpu_offloading_num_layers). */
   int64_t cpu_offloading_num_layers;
+  /* ABI 1.8: read only when struct_size covers it (paraplan::elementwise_kernels). */
+  pp_elementwise_kernels elementwise_kernels;
 } pp_training;
 
 typedef struct pp_cluster {

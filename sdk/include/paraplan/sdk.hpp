@@ -334,6 +334,15 @@ inline pp_attention_kernel attention_kernel_named(std::string_view name) {
   return PP_ATTENTION_KERNEL_TUNED;
 }
 
+// training.elementwise_kernels' names in recipes and validation files, by value; an older host's
+// training has no field: fused.
+inline constexpr const char* kElementwiseKernelNames[] = {"fused", "eager"};
+inline pp_elementwise_kernels elementwise_kernels(const pp_training& training) {
+  return training.struct_size >= offsetof(pp_training, elementwise_kernels) + sizeof(pp_elementwise_kernels)
+             ? training.elementwise_kernels
+             : PP_ELEMENTWISE_FUSED;
+}
+
 // The attention kernel the recipe runs (pp_attention_kernel); an older host's training has no
 // field: the GPU's tuned kernel.
 inline pp_attention_kernel attention_kernel(const pp_training& training) {
