@@ -45,6 +45,12 @@ Tokens tokens_of(const pp_model& model, const pp_training& training) {
   return t;
 }
 
+// A norm's forward bytes over the micro-batch. Fused, each element read and written once. Eager
+// (torchtitan's RMSNorm without torch.compile: x * rsqrt(mean(x²) + eps) in fp32, cast back, times
+// the weight): the upcast (2 read, 4 written), the square (4, 4), the mean (4 read), the product
+// (4, 4), the cast back (4, 2) and the weight's product (2, 2): 36 bytes per element.
+double norm_bytes(const Tokens& t) { return (t.eager ? 36.0 : 2.0 * kActivationBytes) * t.tokens * t.hidden; }
+
 // kAnyOp marks ops no recompute module names (only full recomputation, which sets every bit of
 // paraplan::recomputed_modules, re-runs them).
 constexpr uint32_t kAnyOp = 0x80000000u;
@@ -292,13 +298,8 @@ class LayerBuilder {
   void dropout_mask(const char* name) {
     if (t_.dropout) act(name, t_.tokens * t_.hidden);  // 1 byte per element
   }
-  // A fused norm reads and writes each element once. Eager (torchtitan's RMSNorm without
-  // torch.compile: x * rsqrt(mean(x²) + eps) in fp32, cast back, times the weight): the upcast
-  // (2 read, 4 written), the square (4, 4), the mean (4 read), the product (4, 4), the cast back
-  // (4, 2) and the weight's product (2, 2): 36 bytes.
   void norm(const char* name) {
-    emit_.memory_bound(name, (t_.eager ? 36.0 : 2.0 * kActivationBytes) * t_.tokens * t_.hidden, -1.0,
-                       PP_RECOMPUTE_LAYERNORM | PP_RECOMPUTE_TORCHTITAN_OP);
+    emit_.memory_bound(name, norm_bytes(t_), -1.0, PP_RECOMPUTE_LAYERNORM | PP_RECOMPUTE_TORCHTITAN_OP);
   }
   double keys() const {
     // A window of w keys per query is a band of w x s, counted like the square: 2w (<= s).
@@ -656,7 +657,7 @@ void build_workload(Plan& plan, const WorkloadOptions& options) {
     LayerBuilder(plan, index, kinds[index], t, training, options).build();
 
   OpEmitter head(plan, PP_SCOPE_HEAD, activation_dtype(training), recomputed_modules(training));
-  head.memory_bound(PP_OP_FINAL_NORM, 2.0 * kActivationBytes * t.tokens * t.hidden);
+  head.memory_bound(PP_OP_FINAL_NORM, norm_bytes(t));
   head.gemm(PP_OP_LOGITS, t.tokens, t.vocab, t.hidden);
   head.memory_bound(PP_OP_LOSS, 3.0 * 4.0 * t.tokens * t.vocab);  // fp32 softmax: read logits, write probs, read for grad
   add_memory(plan, PP_MEMORY_ACTIVATIONS, PP_SCOPE_HEAD, PP_MEMORY_ACT_LOGITS, 4.0 * t.tokens * t.vocab);
