@@ -389,7 +389,8 @@ class LayerBuilder {
   // of matmuls the kept set alternates with K, the output projection and w3; that set is
   // smaller, and re-runs Q, V and w1, as many FLOPs when the heads span the hidden width (every
   // Llama): priced as the first. Under TP the row-parallel outputs are counted as sequence
-  // parallelism shards them, though torchtitan keeps the unreduced partial sums too.
+  // parallelism shards them, though torchtitan keeps the unreduced partial sums too, and the
+  // reduce-scatters' outputs it also saves (2·T·h/t each, two a layer) are not counted.
   void op_policy_activations() {
     const double tok = t_.tokens, h = t_.hidden, d = static_cast<double>(kind_.head_dim);
     const double heads = static_cast<double>(kind_.heads), q_width = heads * d;
