@@ -52,13 +52,15 @@ void require_plan_reader(const LoadedPlugin& plugin, const Recipe& recipe, const
     throw PlanError(before + "attention_kernel \"triton\" (1.7), and would price it as the GPU's tuned kernel; "
                     "rebuild it against the 1.7 headers");
   constexpr uint32_t kTorchtitanMinor = 8;  // torchtitan's op policy and eager kernels
-  if (plugin.abi_minor() < kTorchtitanMinor && recipe.training.recompute == PP_RECOMPUTE_SELECTIVE &&
-      (paraplan::recomputed_modules(recipe.training) & PP_RECOMPUTE_TORCHTITAN_OP) != 0)
-    throw PlanError(before + "recompute_modules \"torchtitan_op\" (1.8), and would read it as Megatron-LM's "
-                    "modules; rebuild it against the 1.8 headers");
-  if (plugin.abi_minor() < kTorchtitanMinor && paraplan::elementwise_kernels(recipe.training) == PP_ELEMENTWISE_EAGER)
-    throw PlanError(before + "elementwise_kernels \"eager\" (1.8), and would take the plan for fused kernels; "
-                    "rebuild it against the 1.8 headers");
+  if (plugin.abi_minor() < kTorchtitanMinor) {
+    if (recipe.training.recompute == PP_RECOMPUTE_SELECTIVE &&
+        (paraplan::recomputed_modules(recipe.training) & PP_RECOMPUTE_TORCHTITAN_OP) != 0)
+      throw PlanError(before + "recompute_modules \"torchtitan_op\" (1.8), and would read it as Megatron-LM's "
+                      "modules; rebuild it against the 1.8 headers");
+    if (paraplan::elementwise_kernels(recipe.training) == PP_ELEMENTWISE_EAGER)
+      throw PlanError(before + "elementwise_kernels \"eager\" (1.8), and would take the plan for fused kernels; "
+                      "rebuild it against the 1.8 headers");
+  }
   if (reads_layer_stack(plugin)) return;
   const std::string beyond = paraplan::beyond_uniform_transformer(recipe.model.shape);
   if (!beyond.empty())

@@ -555,11 +555,8 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
                   "names a fused kernel, but flash_attention = false runs attention unfused");
     training.attention_kernel = paraplan::attention_kernel_named(*kernel);
   }
-  const std::vector<std::string> elementwise(std::begin(paraplan::kElementwiseKernelNames),
-                                            std::end(paraplan::kElementwiseKernelNames));
-  training.elementwise_kernels = reader.choice("elementwise_kernels", elementwise).value_or("fused") == "eager"
-                                     ? PP_ELEMENTWISE_EAGER
-                                     : PP_ELEMENTWISE_FUSED;
+  training.elementwise_kernels = paraplan::elementwise_kernels_named(
+      reader.choice("elementwise_kernels", paraplan::elementwise_kernel_names()).value_or("fused"));
   recipe.fp32_main_grads = reader.choice("main_grads", {"fp32", "bf16"}).value_or("fp32") == "fp32";
   training.master_weights = reader.choice("master_weights", {"separate", "in_place"}).value_or("separate") == "in_place"
                                 ? PP_MASTER_WEIGHTS_IN_PLACE

@@ -211,8 +211,7 @@ MeasuredRun read_run(const CsvRecord& record, const Header& header, const std::s
   run.main_grads = row.choice("main_grads", {"fp32", "bf16"});
   run.master_weights = row.choice("master_weights", {"separate", "in_place"});
   run.attention_kernel = row.choice("attention_kernel", paraplan::attention_kernel_names());
-  run.elementwise_kernels = row.choice("elementwise_kernels", {std::begin(paraplan::kElementwiseKernelNames),
-                                                               std::end(paraplan::kElementwiseKernelNames)});
+  run.elementwise_kernels = row.choice("elementwise_kernels", paraplan::elementwise_kernel_names());
   run.cpu_offloading_num_layers = row.integer("cpu_offloading_num_layers", 1);
   run.recompute_num_layers = row.integer("recompute_num_layers", 1);
   run.cuda_graph_modules = row.name_list("cuda_graph_modules");

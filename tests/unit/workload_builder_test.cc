@@ -212,17 +212,22 @@ TEST(LowPrecision, TheOutputLayerAndTheRouterStayInBf16) {
 // runs them. A 2-layer MoE model of width h = 2048, 16 heads of 128, 4 KV heads, 8 experts of
 // f = 1024, top 2, SwiGLU, micro-batch 2 of 1024 tokens: T = 2048 tokens, 2T expert copies.
 
-std::unique_ptr<Plan> built(const std::string& features, const std::string& training_keys = "") {
-  const std::string text =
-      "[model]\nlayers = 2\nhidden = 2048\nheads = 16\nkv_heads = 4\nffn_type = \"swiglu\"\nffn_hidden = 4096\n"
-      "vocab = 32000\nseq_len = 1024\nmoe_experts = 8\nmoe_top_k = 2\nmoe_ffn_hidden = 1024\ndropout = 0.0\n" +
-      features + "[training]\nglobal_batch = 2\nmicro_batch = 2\n" + training_keys +
-      "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 1\n";
-  const std::unique_ptr<Recipe> recipe = parse_recipe(text, "features.toml");
+// The unsharded workload of a recipe's [model] and [training] keys on one H100.
+std::unique_ptr<Plan> workload_of(const std::string& model_keys, const std::string& training_keys) {
+  const std::unique_ptr<Recipe> recipe = parse_recipe("[model]\n" + model_keys + "[training]\n" + training_keys +
+                                                          "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 1\n",
+                                                      "workload.toml");
   pp_cluster cluster{sizeof(pp_cluster), 1, 8};
   auto plan = std::make_unique<Plan>(recipe->model.shape, recipe->training, cluster, 1);
   build_workload(*plan, WorkloadOptions{true});
   return plan;
+}
+
+std::unique_ptr<Plan> built(const std::string& features, const std::string& training_keys = "") {
+  return workload_of(
+      "layers = 2\nhidden = 2048\nheads = 16\nkv_heads = 4\nffn_type = \"swiglu\"\nffn_hidden = 4096\n"
+      "vocab = 32000\nseq_len = 1024\nmoe_experts = 8\nmoe_top_k = 2\nmoe_ffn_hidden = 1024\ndropout = 0.0\n" + features,
+      "global_batch = 2\nmicro_batch = 2\n" + training_keys);
 }
 
 TEST(ModelFeatures, RotaryPassesAreFusedForRopeAndEagerForYarn) {
@@ -258,14 +263,11 @@ TEST(ModelFeatures, EagerKernelsMoveEachCompositeOpsBytes) {
   EXPECT_DOUBLE_EQ(memory_op(*eager, PP_OP_ROTARY).forward, 24 * tokens * qk);
   EXPECT_DOUBLE_EQ(memory_op(*eager, PP_OP_ROTARY).backward, 24 * tokens * qk);
   // The dense GLU of a layer without experts: the same model's dense width, 4096.
-  const std::string dense = "[model]\nlayers = 1\nhidden = 2048\nheads = 16\nffn_type = \"swiglu\"\nffn_hidden = 4096\n"
-                            "vocab = 32000\nseq_len = 1024\n[training]\nglobal_batch = 2\nmicro_batch = 2\n";
   auto glu = [&](const std::string& kernels) {
-    const std::unique_ptr<Recipe> recipe =
-        parse_recipe(dense + kernels + "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 1\n", "glu.toml");
-    Plan plan(recipe->model.shape, recipe->training, pp_cluster{sizeof(pp_cluster), 1, 8}, 1);
-    build_workload(plan, WorkloadOptions{true});
-    return memory_op(plan, PP_OP_MLP_ACT);
+    return memory_op(*workload_of("layers = 1\nhidden = 2048\nheads = 16\nffn_type = \"swiglu\"\nffn_hidden = 4096\n"
+                                  "vocab = 32000\nseq_len = 1024\n",
+                                  "global_batch = 2\nmicro_batch = 2\n" + kernels),
+                     PP_OP_MLP_ACT);
   };
   EXPECT_DOUBLE_EQ(glu("").forward, 6 * tokens * 4096);
   EXPECT_DOUBLE_EQ(glu("elementwise_kernels = \"eager\"\n").forward, 10 * tokens * 4096);
@@ -365,16 +367,9 @@ TEST(Activations, SelectiveRecomputeDropsTheScoresFullRecomputeKeepsTheInput) {
 // rotary, the GLU's product and the attention's residual sum; not the attention core (its output
 // is kept) nor the MLP's residual (nothing backward needs).
 std::unique_ptr<Plan> llama3_8b_layer(const std::string& recompute_modules) {
-  const std::unique_ptr<Recipe> recipe = parse_recipe(
-      "[model]\nlayers = 1\nhidden = 4096\nheads = 32\nkv_heads = 8\nffn_type = \"swiglu\"\nffn_hidden = 14336\n"
-      "vocab = 128256\nseq_len = 8192\nposition_embedding = \"rope\"\ndropout = 0.0\n"
-      "[training]\nglobal_batch = 2\nmicro_batch = 2\nrecompute = \"selective\"\n" + recompute_modules +
-          "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 1\n",
-      "llama.toml");
-  pp_cluster cluster{sizeof(pp_cluster), 1, 8};
-  auto plan = std::make_unique<Plan>(recipe->model.shape, recipe->training, cluster, 1);
-  build_workload(*plan, WorkloadOptions{true});
-  return plan;
+  return workload_of("layers = 1\nhidden = 4096\nheads = 32\nkv_heads = 8\nffn_type = \"swiglu\"\nffn_hidden = 14336\n"
+                     "vocab = 128256\nseq_len = 8192\nposition_embedding = \"rope\"\ndropout = 0.0\n",
+                     "global_batch = 2\nmicro_batch = 2\nrecompute = \"selective\"\n" + recompute_modules);
 }
 
 TEST(Activations, TorchtitansOpPolicyKeepsOddMatmulsAndRerunsTheEvenOnes) {

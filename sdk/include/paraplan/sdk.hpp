@@ -323,20 +323,33 @@ inline bool master_weights_in_place(const pp_training& training) {
 }
 inline double stored_weight_bytes(const pp_training& training) { return master_weights_in_place(training) ? 4.0 : 2.0; }
 
+// An enum's names in recipes and validation files, indexed by value, as a list (for a reader's
+// choices) and back to the value (`otherwise` for a name not in the table).
+template <size_t N>
+std::vector<std::string> names_of(const char* const (&names)[N]) {
+  return {std::begin(names), std::end(names)};
+}
+template <typename Enum, size_t N>
+Enum value_named(const char* const (&names)[N], std::string_view name, Enum otherwise) {
+  for (size_t i = 0; i < N; ++i)
+    if (name == names[i]) return static_cast<Enum>(i);
+  return otherwise;
+}
+
 // training.attention_kernel's names in recipes and validation files, by pp_attention_kernel value.
 inline constexpr const char* kAttentionKernelNames[] = {"tuned", "flash2", "triton"};
-inline std::vector<std::string> attention_kernel_names() {
-  return {std::begin(kAttentionKernelNames), std::end(kAttentionKernelNames)};
-}
+inline std::vector<std::string> attention_kernel_names() { return names_of(kAttentionKernelNames); }
 inline pp_attention_kernel attention_kernel_named(std::string_view name) {
-  for (size_t i = 0; i < std::size(kAttentionKernelNames); ++i)
-    if (name == kAttentionKernelNames[i]) return static_cast<pp_attention_kernel>(i);
-  return PP_ATTENTION_KERNEL_TUNED;
+  return value_named(kAttentionKernelNames, name, PP_ATTENTION_KERNEL_TUNED);
 }
 
 // training.elementwise_kernels' names in recipes and validation files, by value; an older host's
 // training has no field: fused.
 inline constexpr const char* kElementwiseKernelNames[] = {"fused", "eager"};
+inline std::vector<std::string> elementwise_kernel_names() { return names_of(kElementwiseKernelNames); }
+inline pp_elementwise_kernels elementwise_kernels_named(std::string_view name) {
+  return value_named(kElementwiseKernelNames, name, PP_ELEMENTWISE_FUSED);
+}
 inline pp_elementwise_kernels elementwise_kernels(const pp_training& training) {
   return training.struct_size >= offsetof(pp_training, elementwise_kernels) + sizeof(pp_elementwise_kernels)
              ? training.elementwise_kernels
