@@ -206,6 +206,9 @@ MeasuredRun read_run(const CsvRecord& record, const Header& header, const std::s
   run.precision = *row.choice("precision", precision_names());
   run.flash_attention = row.boolean("flash_attention");
   run.tp_comm_overlap = row.boolean("tp_comm_overlap");
+  run.tp_overlap_method = row.choice("tp_overlap_method", {PP_TP_OVERLAP_USERBUFFERS, PP_TP_OVERLAP_MICRO_PIPELINE});
+  if (run.tp_overlap_method && run.tp_comm_overlap != true)
+    row.fail("tp_overlap_method", "says how TP overlap ran, but tp_comm_overlap is not true");
   run.dp_comm_overlap = row.boolean("dp_comm_overlap");
   run.recompute_modules = row.name_list("recompute_modules");
   run.main_grads = row.choice("main_grads", {"fp32", "bf16"});
@@ -250,7 +253,7 @@ const std::vector<std::string>& standard_columns() {
 
 const std::vector<std::string>& optional_columns() {
   static const std::vector<std::string> columns = [] {
-    std::vector<std::string> all = {"flash_attention", "tp_comm_overlap", "dp_comm_overlap", "attention", "layer_pattern",
+    std::vector<std::string> all = {"flash_attention", "tp_comm_overlap", "tp_overlap_method", "dp_comm_overlap", "attention", "layer_pattern",
                                     "position_embedding", "linear_bias", "activation_clamp",
                                     "etp", "fsdp", "moe_balance", "moe_dispatcher", "moe_a2a_overlap",
                                     "cuda_graph_modules", "model",

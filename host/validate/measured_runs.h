@@ -2,8 +2,9 @@
 //
 // The columns are those of recipes/validation/published.csv (their meanings: the MeasuredRun
 // fields below); every one must be in the header, in any order.
-// Optional columns that may follow: flash_attention, tp_comm_overlap, dp_comm_overlap (blank:
-// flash attention on, TP overlap off, DP overlap on), and modern.csv's (recipes/validation/
+// Optional columns that may follow: flash_attention, tp_comm_overlap, tp_overlap_method,
+// dp_comm_overlap (blank: flash attention on, TP overlap off and as userbuffers run it, DP overlap
+// on), and modern.csv's (recipes/validation/
 // README.md): the layer stack, each column the [model] key of its name (position_embedding,
 // linear_bias and activation_clamp too), etp, fsdp, moe_balance,
 // recompute_modules, main_grads, master_weights, attention_kernel and measured_memory_gib, and paraplan's four from modern.csv's notes:
@@ -83,6 +84,7 @@ struct MeasuredRun {
   std::optional<std::string> main_grads;       // fp32 | bf16 (Megatron's grad_reduce_in_fp32); blank: fp32
   std::optional<std::string> master_weights;   // separate | in_place (PyTorch FSDP's fp32 weights); blank: separate
   std::optional<std::string> attention_kernel; // tuned | flash2 | triton (pp_attention_kernel); blank: tuned
+  std::optional<std::string> tp_overlap_method;  // userbuffers | micro_pipeline (tp's overlap_method); blank: userbuffers
   std::optional<std::string> elementwise_kernels;  // fused | eager (pp_elementwise_kernels); blank: fused
   std::optional<int64_t> cpu_offloading_num_layers;  // Megatron-LM's --cpu-offloading-num-layers; blank: none
   std::optional<int64_t> recompute_num_layers;  // with recompute full: only each chunk's first N layers; blank: searched

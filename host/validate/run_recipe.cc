@@ -157,7 +157,8 @@ std::string run_recipe_text(const MeasuredRun& run) {
   if (run.tp > 1) {
     recipe.strategy("tp");
     recipe.integer("degree", run.tp);
-    if (run.tp_comm_overlap == true) recipe.boolean("overlap", true);
+    if (run.tp_comm_overlap == true) recipe.boolean(PP_TP_PARAM_OVERLAP, true);
+    if (run.tp_overlap_method) recipe.string(PP_TP_PARAM_OVERLAP_METHOD, *run.tp_overlap_method);
   }
   if (run.cp > 1) {
     // Context parallelism as Megatron-LM runs it (ring attention, cp-comm-type p2p), with

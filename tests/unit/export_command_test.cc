@@ -38,7 +38,7 @@ TEST(ExportCommand, TheExporterGetsEveryStrategysSettingsAndTheMesh) {
   // seed1: tp 8, sp (megatron, no degree of its own), pp 2 1F1B, fsdp 4 at ZeRO-1, in apply order.
   EXPECT_EQ(result.files[0].data,
             "plan llama2-70b\n"
-            "tp 8 overlap=false\n"
+            "tp 8 overlap=false overlap_method=userbuffers\n"
             "sp 1 mode=megatron megatron_sp=false\n"
             "pp 2 schedule=1f1b virtual_stages=1 first_stage_layers=0 last_stage_layers=0 trim_ends=false layout=\n"
             "fsdp 4 stage=1 overlap=true bucket_parameters=0 prefetch=1\n");
@@ -50,7 +50,7 @@ TEST(ExportCommand, TheExporterGetsEveryStrategysSettingsAndTheMesh) {
 TEST(ExportCommand, PrintsTextFilesOrWritesThemToTheDirectory) {
   const test::CommandRun printed = run({"export", kSeed1, "--to", "test_good_exporter"});
   EXPECT_EQ(printed.exit_code, 0) << printed.err;
-  EXPECT_NE(printed.out.find("# ==> strategies.txt <==\nplan llama2-70b\ntp 8 overlap=false\n"), std::string::npos)
+  EXPECT_NE(printed.out.find("# ==> strategies.txt <==\nplan llama2-70b\ntp 8 overlap=false overlap_method=userbuffers\n"), std::string::npos)
       << printed.out;
   EXPECT_NE(printed.out.find("# ==> axes.txt <==\ntp 8 1\n"), std::string::npos) << printed.out;
   EXPECT_NE(printed.err.find("paraplan: warning: test_good_exporter cannot express: test_good_exporter has no pipelines"),

@@ -433,6 +433,12 @@ TEST(ExportMegatron, ReportsWhatMegatronCannotExpress) {
   const Export with_sp =
       export_file("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml", {"strategy.tp.overlap=true"});
   EXPECT_TRUE(with_sp.unexpressed.empty());
+  // PyTorch's micro-pipelined async TP hides the forward passes only; Megatron-LM's userbuffers
+  // also hide the backward's: the flag is written and the difference reported.
+  const Export micro = export_file("recipes/scenarios/seed1-llama2-70b-4k-64xh100.toml",
+                                   {"strategy.tp.overlap=true", "strategy.tp.overlap_method=\"micro_pipeline\""});
+  EXPECT_TRUE(has(micro.script, "--tp-comm-overlap"));
+  EXPECT_TRUE(mentions(micro.unexpressed, "tp overlap_method micro_pipeline"));
   EXPECT_TRUE(has(with_sp.script, "--tp-comm-overlap"));
 }
 

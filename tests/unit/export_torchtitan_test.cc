@@ -112,6 +112,17 @@ TEST(ExportTorchtitan, Dense3DMatchesTheGoldenFilesAndTheRecipe) {
   const ExportResult async_eager = test::export_recipe(
       kDense, "torchtitan", {"training.elementwise_kernels=\"eager\"", "strategy.tp.overlap=true"});
   EXPECT_TRUE(mentions(async_eager.unexpressed, "elementwise_kernels = \"eager\""));
+  // torchtitan's async TP is PyTorch's micro-pipelined TP: exact for overlap_method =
+  // "micro_pipeline", reported for userbuffers (they also hide the backward pass's collectives).
+  const toml::table async_config = toml::parse(file_named(async_eager, "torchtitan_job.toml").data);
+  EXPECT_EQ(async_config["parallelism"]["enable_async_tensor_parallel"].value<bool>(), true);
+  EXPECT_TRUE(mentions(async_eager.unexpressed, "tp overlap_method userbuffers"));
+  const ExportResult micro = test::export_recipe(
+      kDense, "torchtitan", {"strategy.tp.overlap=true", "strategy.tp.overlap_method=\"micro_pipeline\""});
+  EXPECT_EQ(toml::parse(file_named(micro, "torchtitan_job.toml").data)["parallelism"]["enable_async_tensor_parallel"]
+                .value<bool>(),
+            true);
+  EXPECT_FALSE(mentions(micro.unexpressed, "tp overlap"));
   // The overrides say the same as the file.
   const std::string& overrides = file_named(result, "torchtitan_overrides.txt").data;
   EXPECT_NE(overrides.find("--parallelism.tensor_parallel_degree 8\n"), std::string::npos) << overrides;

@@ -196,6 +196,45 @@ TEST(TensorParallel, OverlapWithSequenceParallelismRunsAsUserbuffersDo) {
   EXPECT_GT(overlapped.number("time.compute_s"), plain.number("time.compute_s"));
 }
 
+// PyTorch's async TP (torchtitan's enable_async_tensor_parallel) decomposes an all-gather along
+// the rows of the matmul reading it, and a reduce-scatter after one; before pytorch/pytorch#163068
+// (September 2025) not one gathered along the reduction dimension, as the backward pass's are
+// (they feed the weight gradient). overlap_method = "micro_pipeline": the forward and recomputed
+// forward passes as userbuffers run them, every backward collective on the critical path.
+TEST(TensorParallel, MicroPipelinedOverlapHidesTheForwardPassesOnly) {
+  const std::string tp = "[[strategy]]\nname = \"tp\"\ndegree = 8\noverlap = true\n";
+  const std::string full = "recompute = \"full\"\n";
+  auto plain = test::evaluate_recipe(gpt_recipe(8, kTp8 + kSp, full));
+  auto userbuffers = test::evaluate_recipe(gpt_recipe(8, tp + kSp, full));
+  auto micro = test::evaluate_recipe(gpt_recipe(8, tp + "overlap_method = \"micro_pipeline\"\n" + kSp, full));
+  size_t forward = 0, recomputed = 0, backward = 0;
+  const std::vector<pp_op> ub_ops = userbuffers.composed.plan->op_list(), micro_ops = micro.composed.plan->op_list();
+  ASSERT_EQ(ub_ops.size(), micro_ops.size());
+  for (size_t i = 0; i < micro_ops.size(); ++i) {
+    const pp_op& op = micro_ops[i];
+    EXPECT_STREQ(op.name, ub_ops[i].name);  // the same ops, the forward's GEMMs in the same chunks
+    EXPECT_DOUBLE_EQ(op.m, ub_ops[i].m) << op.name;
+    const std::string_view owner = op.owner;
+    // The layers' collectives (the vocabulary-parallel ends pair their halves across phases).
+    if (op.kind != PP_OP_COLLECTIVE || op.scope != PP_SCOPE_LAYER || (owner != PP_STRATEGY_TP && owner != PP_STRATEGY_SP))
+      continue;
+    if (op.phase == PP_PHASE_BACKWARD) {
+      EXPECT_EQ(op.overlap, PP_OVERLAP_NONE) << op.name;
+      ++backward;
+    } else {
+      EXPECT_EQ(op.overlap, ub_ops[i].overlap) << op.name;
+      ++(op.phase == PP_PHASE_RECOMPUTE ? recomputed : forward);
+    }
+  }
+  EXPECT_GT(forward, 0u);
+  EXPECT_GT(recomputed, 0u);
+  EXPECT_GT(backward, 0u);
+  // Exposed: more than userbuffers leave, less than nothing hidden; the bytes are the same.
+  EXPECT_GT(micro.number("time.exposed_comm_s.tp"), userbuffers.number("time.exposed_comm_s.tp"));
+  EXPECT_LT(micro.number("time.exposed_comm_s.tp"), plain.number("time.exposed_comm_s.tp"));
+  EXPECT_NEAR(micro.number("comm.tp.bytes_per_gpu_per_step"), plain.number("comm.tp.bytes_per_gpu_per_step"), 1.0);
+}
+
 TEST(TensorParallel, EachRankUpdatesItsShareOfTheWeights) {
   // Adam reads and writes 30 bytes per parameter (workload_builder.cc); with tp = 8 a rank
   // updates 1/8 of them, memory-bound at 3.35 TB/s x 0.85 on an H100. The 8-layer GPT holds

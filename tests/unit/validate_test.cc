@@ -563,6 +563,32 @@ TEST(Validate, MainGradsColumnSetsTheGradientDtype) {
                            {"bad.csv:2: column 'main_grads': 'fp16' is not one of fp32|bf16"});
 }
 
+// tp_overlap_method (modern.csv: micro_pipeline for torchtitan's async-TP runs) becomes tp's
+// overlap_method; it says how overlap ran, so it needs tp_comm_overlap = true.
+TEST(Validate, TpOverlapMethodColumnReachesTheStrategy) {
+  std::vector<std::string> columns = standard_columns();
+  columns.insert(columns.end(), optional_columns().begin(), optional_columns().end());
+  Row micro = pinned_row("micro");
+  micro["tp_comm_overlap"] = "true";
+  micro["tp_overlap_method"] = "micro_pipeline";
+  Row userbuffers = pinned_row("userbuffers");
+  userbuffers["tp_comm_overlap"] = "true";
+  const std::vector<MeasuredRun> runs = runs_of({micro, userbuffers}, columns);
+  EXPECT_NE(run_recipe_text(runs[0]).find("overlap = true\noverlap_method = \"micro_pipeline\""), std::string::npos)
+      << run_recipe_text(runs[0]);
+  EXPECT_EQ(run_recipe_text(runs[1]).find("overlap_method"), std::string::npos) << run_recipe_text(runs[1]);
+
+  Row alone = pinned_row("alone");
+  alone["tp_overlap_method"] = "micro_pipeline";
+  expect_error<InputError>([&] { parse_measured_runs(csv_text({alone}, columns), "bad.csv"); },
+                           {"bad.csv:2: column 'tp_overlap_method': says how TP overlap ran, but tp_comm_overlap is not true"});
+  Row bad = pinned_row("bad");
+  bad["tp_comm_overlap"] = "true";
+  bad["tp_overlap_method"] = "nccl";
+  expect_error<InputError>([&] { parse_measured_runs(csv_text({bad}, columns), "bad.csv"); },
+                           {"bad.csv:2: column 'tp_overlap_method': 'nccl' is not one of userbuffers|micro_pipeline"});
+}
+
 TEST(Validate, SequenceParallelWithContextParallelIsMegatronSpInsideTheRing) {
   // tp = 2, cp = 2 (ring), dp = 2: published SP is sp's megatron_sp on the ring; blank SP is
   // the better of the two, written out as ordinary recipes here.

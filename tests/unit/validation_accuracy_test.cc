@@ -135,7 +135,7 @@ TEST(ValidationAccuracy, ModernRunsEvaluateOrSayWhyNoWorseThanToday) {
   EXPECT_EQ(evaluated, 217u);
   const ValidationSummary summary = summarize(predictions);
   ASSERT_TRUE(summary.mape_pct.has_value());
-  EXPECT_LE(*summary.mape_pct, 16.5);  // 14.2 % (2026-12-06, 217 rows, torchtitan's op policy and eager kernels as they ran)
+  EXPECT_LE(*summary.mape_pct, 16.0);  // 13.9 % (2026-12-06, 217 rows, torchtitan's op policy, eager kernels and async TP as they ran)
   ASSERT_TRUE(summary.spearman.has_value());
   EXPECT_GE(*summary.spearman, 0.97);  // 0.981
 }
@@ -160,7 +160,7 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
   const std::map<std::string, double> today = {
       // by model
       // (after NCCL's collectives and the slowest GPU's pace, 2026-12-05)
-      {"llama2-7b", 21.9}, {"llama2-13b", 1.8}, {"llama2-70b", 5.7}, {"llama3-8b", 13.0}, {"llama3-70b", 9.3},
+      {"llama2-7b", 21.9}, {"llama2-13b", 1.8}, {"llama2-70b", 5.7}, {"llama3-8b", 11.4}, {"llama3-70b", 9.3},
       {"llama3.1-405b", 8.5}, {"mixtral-8x7b", 19.0}, {"deepseek-v3", 8.8}, {"gpt-oss-120b", 28.1},
       {"nemotron-3-nano", 14.0}, {"qwen3-235b-a22b", 19.4}, {"qwen3-30b-a3b", 24.0},
       {"gpt3-5b", 6.6}, {"gpt3-20b", 0.2}, {"gpt3-175b", 8.4}, {"nemotron3-8b", 10.1}, {"nemotron3-22b", 3.4},
@@ -173,9 +173,11 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
       // 15.4 -> 14.5 over 35 rows, its 500 W H100 27.0 -> 23.9, A100 11.2 -> 9.7; Llama 2 70B 2.1 -> 6.6,
       // the op-checkpointed row on 64 A100 now fitting, +15.6 %; H200 1.7 -> 2.2; then eager PyTorch
       // kernels for torchtitan's runs without torch.compile: Llama 2 13B 8.3 -> 1.8, Llama 2 70B
-      // 6.6 -> 5.7, Llama 3 8B 14.5 -> 13.0, its 500 W H100 23.9 -> 21.7, A100 9.7 -> 4.0)
+      // 6.6 -> 5.7, Llama 3 8B 14.5 -> 13.0, its 500 W H100 23.9 -> 21.7, A100 9.7 -> 4.0; then
+      // torchtitan's async TP as PyTorch's micro-pipeline, forward passes only: Llama 3 8B 13.0 -> 11.4,
+      // its 500 W H100 21.7 -> 18.2)
       // by hardware
-      {"h100-sxm", 16.3}, {"b200", 15.0}, {"gb200-nvl72", 10.5}, {"h100-sxm-hbm2e-96gb-500w", 21.7},
+      {"h100-sxm", 16.3}, {"b200", 15.0}, {"gb200-nvl72", 10.5}, {"h100-sxm-hbm2e-96gb-500w", 18.2},
       {"h200-sxm", 2.2}, {"a100-sxm-80g", 4.0}, {"b300", 22.0}, {"gb300-nvl72", 13.2}};
   size_t guarded = 0;
   for (const std::vector<SliceAccuracy>* slices : {&summary.models, &summary.hardware})

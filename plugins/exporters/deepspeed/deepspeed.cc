@@ -241,7 +241,7 @@ class DeepSpeed : public paraplan::Exporter {
       if (sp && (sp_mode == "megatron" || sp->flag("megatron_sp")))
         unexpressed.push_back("sp megatron (sequence-sharded norms and dropout with TP): AutoTP has no sequence "
                               "parallelism; needs Megatron-DeepSpeed --sequence-parallel");
-      if (tp_strategy && tp_strategy->flag("overlap"))
+      if (tp_strategy && tp_strategy->flag(PP_TP_PARAM_OVERLAP))
         unexpressed.push_back("tp overlap: DeepSpeed has no overlap of tensor-parallel collectives with GEMMs");
     }
     if (cp > 1) {

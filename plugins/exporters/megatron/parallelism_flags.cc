@@ -254,10 +254,14 @@ void translate_parallelism(const paraplan::PlanView& plan, const paraplan::Expor
   const bool sequence_parallel =
       tensor > 1 && sp && (sp_mode == "megatron" || sp_mode.empty() || sp->flag("megatron_sp"));
   if (sequence_parallel) out.parallelism.add("--sequence-parallel");
-  if (tp && tp->flag("overlap")) {
-    if (sequence_parallel)
+  if (tp && tp->flag(PP_TP_PARAM_OVERLAP)) {
+    if (sequence_parallel) {
       out.parallelism.add("--tp-comm-overlap");
-    else
+      if (tp->setting(PP_TP_PARAM_OVERLAP_METHOD) == PP_TP_OVERLAP_MICRO_PIPELINE)
+        out.unexpressed.push_back("tp overlap_method micro_pipeline (PyTorch's async TP, forward passes only): "
+                                  "Megatron-LM overlaps with Transformer Engine's userbuffers (--tp-comm-overlap), "
+                                  "which also hide the backward pass's collectives, faster than was evaluated");
+    } else
       out.unexpressed.push_back("tp overlap: Megatron-LM overlaps tensor-parallel communication with GEMMs "
                                 "(--tp-comm-overlap) only with --sequence-parallel, which the plan does not use");
   }

@@ -289,8 +289,13 @@ class Torchtitan : public paraplan::Exporter {
     const std::string sp_mode = sp ? sp->setting("mode") : "";
     parallel.set("tensor_parallel_degree", tp,
                  tp > 1 ? "torchtitan's TP always runs with sequence parallelism (sharded norms and dropout)" : "");
-    const bool async_tp = tp > 1 && tp_strategy && tp_strategy->flag("overlap");
+    const bool async_tp = tp > 1 && tp_strategy && tp_strategy->flag(PP_TP_PARAM_OVERLAP);
     parallel.set("enable_async_tensor_parallel", async_tp);
+    if (async_tp && tp_strategy->setting(PP_TP_PARAM_OVERLAP_METHOD) != PP_TP_OVERLAP_MICRO_PIPELINE)
+      unexpressed.push_back("tp overlap_method " PP_TP_OVERLAP_USERBUFFERS
+                            ": torchtitan's async TP (PyTorch's micro-pipelined TP) hides only the forward passes' "
+                            "tensor-parallel collectives; the backward's run exposed, slower than was evaluated "
+                            "(overlap_method = \"micro_pipeline\" evaluates what it runs)");
     const bool eager = paraplan::elementwise_kernels(training) == PP_ELEMENTWISE_EAGER;
     if (async_tp) {
       train.set("compile", true, "async tensor parallelism works only under torch.compile");

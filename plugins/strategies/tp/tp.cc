@@ -6,7 +6,16 @@
 // row-parallel outputs are partial sums: one all-reduce after attention and one after the MLP in
 // the forward pass, and their conjugates (all-reduce of the input gradients of the column-
 // parallel layers) in the backward pass: 2 + 2 per layer, each of s·b·h·2 bytes. They sit on the
-// critical path unless `overlap` (Megatron's --tp-comm-overlap) hides them behind the GEMMs.
+// critical path unless `overlap` hides them behind the GEMMs, as `overlap_method` says:
+// "userbuffers" (Megatron-LM's --tp-comm-overlap, Transformer Engine's userbuffers) in every pass;
+// "micro_pipeline" (PyTorch's async TP under torch.compile, torchtitan's enable_async_tensor_parallel)
+// in the forward and recomputed forward passes only. PyTorch's pass decomposes an all-gather
+// along the rows of the matmul that reads it; the backward pass's gathers feed the weight
+// gradient, where the gathered sequence is the reduction dimension, which it decomposed only from
+// pytorch/pytorch#163068 (September 2025). Its authors measured up to 29 % on the forward pass and
+// 8 % end to end (Llama 3 8B and 70B, "[Distributed w/ TorchTitan] Introducing Async Tensor
+// Parallelism in PyTorch", 2024), torchtitan 9-10 % (Llama 3 8B on 64 H100, June 2025): what
+// hiding the forward's collectives alone gives.
 // The embedding and the output layer are vocabulary-parallel: an all-reduce of the embedding
 // output forward, and of the logits' input gradient backward. Each all-reduce is inserted where
 // it runs (plan.h's execution order): forward (and recompute) right after the row-parallel GEMM,
@@ -37,11 +46,18 @@ class TensorParallel : public paraplan::Strategy {
             "1.0.0",
             "Megatron tensor parallelism: column/row-parallel attention (GQA-aware) and MLP, vocabulary-parallel "
             "embedding and output layer",
-            {paraplan::ParamSpec::Bool("overlap", false,
-                                       "overlap the tensor-parallel collectives with GEMMs (Megatron-LM --tp-comm-overlap)")}};
+            {paraplan::ParamSpec::Bool(PP_TP_PARAM_OVERLAP, false,
+                                       "overlap the tensor-parallel collectives with GEMMs (Megatron-LM --tp-comm-overlap, "
+                                       "torchtitan enable_async_tensor_parallel)"),
+             paraplan::ParamSpec::Enum(PP_TP_PARAM_OVERLAP_METHOD, {PP_TP_OVERLAP_USERBUFFERS, PP_TP_OVERLAP_MICRO_PIPELINE},
+                                       PP_TP_OVERLAP_USERBUFFERS,
+                                       "how overlap runs: userbuffers (Transformer Engine, Megatron-LM: every pass) or "
+                                       "micro_pipeline (PyTorch async TP, torchtitan: forward passes only)")}};
   }
 
-  explicit TensorParallel(const paraplan::Params& params) : overlap_(params.bool_value("overlap")) {}
+  explicit TensorParallel(const paraplan::Params& params)
+      : overlap_(params.bool_value(PP_TP_PARAM_OVERLAP)),
+        forward_only_(params.string_value(PP_TP_PARAM_OVERLAP_METHOD) == PP_TP_OVERLAP_MICRO_PIPELINE) {}
 
   // Every degree from 2 that validate() accepts; overlap stays as the recipe sets it.
   static std::vector<paraplan::SearchCase> search_space() { return {paraplan::SearchCase::degrees(2)}; }
@@ -222,11 +238,13 @@ class TensorParallel : public paraplan::Strategy {
     op.collective = PP_COLLECTIVE_ALL_REDUCE;
     op.axis = axis;
     op.bytes = bytes;
-    op.overlap = overlap_ ? PP_OVERLAP_COMPUTE : PP_OVERLAP_NONE;
+    const bool hidden = overlap_ && !(forward_only_ && phase == PP_PHASE_BACKWARD);
+    op.overlap = hidden ? PP_OVERLAP_COMPUTE : PP_OVERLAP_NONE;
     return op;
   }
 
   bool overlap_;
+  bool forward_only_;  // micro_pipeline: the backward pass's collectives stay on the critical path
 };
 
 }  // namespace

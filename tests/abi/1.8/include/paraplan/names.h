@@ -196,4 +196,14 @@
 #define PP_DP_PARAM_BUCKET_PARAMETERS "bucket_parameters" /* parameters per gradient bucket; 0: one per layer */
 #define PP_DP_PARAM_PREFETCH "prefetch"                 /* stage 3: layers gathered ahead */
 
+/* ABI 1.8: recipe keys of tensor parallelism (tp) that exporters translate: whether its
+ * collectives overlap the GEMMs, and how. "userbuffers": Transformer Engine's, as Megatron-LM's
+ * --tp-comm-overlap runs it (every pass); "micro_pipeline": PyTorch's async TP (torch.compile's
+ * micro-pipelined all-gather + matmul and matmul + reduce-scatter, torchtitan's
+ * enable_async_tensor_parallel), which hides the forward passes' collectives only. */
+#define PP_TP_PARAM_OVERLAP "overlap"
+#define PP_TP_PARAM_OVERLAP_METHOD "overlap_method"
+#define PP_TP_OVERLAP_USERBUFFERS "userbuffers"
+#define PP_TP_OVERLAP_MICRO_PIPELINE "micro_pipeline"
+
 #endif /* PARAPLAN_NAMES_H */
