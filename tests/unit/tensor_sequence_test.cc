@@ -197,10 +197,11 @@ TEST(TensorParallel, OverlapWithSequenceParallelismRunsAsUserbuffersDo) {
 }
 
 // PyTorch's async TP (torchtitan's enable_async_tensor_parallel) decomposes an all-gather along
-// the rows of the matmul reading it, and a reduce-scatter after one; before pytorch/pytorch#163068
-// (September 2025) not one gathered along the reduction dimension, as the backward pass's are
-// (they feed the weight gradient). overlap_method = "micro_pipeline": the forward and recomputed
-// forward passes as userbuffers run them, every backward collective on the critical path.
+// the rows of the matmul reading it, and a reduce-scatter after one; not one gathered along the
+// reduction dimension, as the backward pass's are where they feed the weight gradient (first
+// proposed in pytorch/pytorch#163068, September 2025). overlap_method = "micro_pipeline": the
+// forward and recomputed forward passes as userbuffers run them, every backward collective on the
+// critical path (the measured end-to-end gains, 8-10 %, are what the forward alone gives).
 TEST(TensorParallel, MicroPipelinedOverlapHidesTheForwardPassesOnly) {
   const std::string tp = "[[strategy]]\nname = \"tp\"\ndegree = 8\noverlap = true\n";
   const std::string full = "recompute = \"full\"\n";

@@ -10,12 +10,13 @@
 // "userbuffers" (Megatron-LM's --tp-comm-overlap, Transformer Engine's userbuffers) in every pass;
 // "micro_pipeline" (PyTorch's async TP under torch.compile, torchtitan's enable_async_tensor_parallel)
 // in the forward and recomputed forward passes only. PyTorch's pass decomposes an all-gather
-// along the rows of the matmul that reads it; the backward pass's gathers feed the weight
-// gradient, where the gathered sequence is the reduction dimension, which it decomposed only from
-// pytorch/pytorch#163068 (September 2025). Its authors measured up to 29 % on the forward pass and
-// 8 % end to end (Llama 3 8B and 70B, "[Distributed w/ TorchTitan] Introducing Async Tensor
-// Parallelism in PyTorch", 2024), torchtitan 9-10 % (Llama 3 8B on 64 H100, June 2025): what
-// hiding the forward's collectives alone gives.
+// along the rows of the matmul that reads it; the backward pass's gathers also feed the weight
+// gradient, where the gathered sequence is the reduction dimension (decomposing that was first
+// proposed in pytorch/pytorch#163068, September 2025). Its reduce-scatters after the data-gradient
+// GEMMs could be decomposed; they are priced exposed with the gathers, as the measured gains say:
+// its authors up to 29 % on the forward pass and 8 % end to end (Llama 3 8B and 70B,
+// "[Distributed w/ TorchTitan] Introducing Async Tensor Parallelism in PyTorch", 2024),
+// torchtitan 9-10 % (Llama 3 8B on 64 H100, June 2025): what hiding the forward alone gives.
 // The embedding and the output layer are vocabulary-parallel: an all-reduce of the embedding
 // output forward, and of the logits' input gradient backward. Each all-reduce is inserted where
 // it runs (plan.h's execution order): forward (and recompute) right after the row-parallel GEMM,
