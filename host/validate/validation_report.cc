@@ -95,6 +95,25 @@ void write_slices(std::ostream& out, const char* what, const std::vector<SliceAc
   }
 }
 
+// The plans of one model on one cluster, ranked (RankingGroup): the weighted figure, then each group.
+void write_rankings(std::ostream& out, const ValidationSummary& summary) {
+  if (summary.rankings.empty()) return;
+  out << "\nPlans of one model on one cluster ranked (Spearman of iteration times, groups of "
+      << kRankingGroupMinRows << " or more rows): "
+      << (summary.within_model_spearman ? format_number("%.3f", *summary.within_model_spearman) + " weighted by rows"
+                                        : std::string("n/a (no group has an order)"))
+      << "\n";
+  size_t width = 0;
+  auto label = [](const RankingGroup& group) {
+    return group.model + " on " + std::to_string(group.num_gpus) + " x " + group.hardware;
+  };
+  for (const RankingGroup& group : summary.rankings) width = std::max(width, label(group).size());
+  for (const RankingGroup& group : summary.rankings)
+    out << "  " << padded(label(group), width) << "  " << padded(std::to_string(group.rows), 4, true) << " rows  "
+        << (group.spearman ? "Spearman " + padded(format_number("%.3f", *group.spearman), 6, true)
+                           : std::string("n/a (no order)"))
+        << "\n";
+}
 
 void write_summary(std::ostream& out, const ValidationReport& report) {
   const ValidationSummary& summary = report.summary;
@@ -118,6 +137,7 @@ void write_summary(std::ostream& out, const ValidationReport& report) {
   }
   write_slices(out, "model", summary.models);
   write_slices(out, "hardware", summary.hardware);
+  write_rankings(out, summary);
 }
 
 std::string share_text(size_t part, size_t whole) {
@@ -229,6 +249,12 @@ nlohmann::ordered_json validation_json(const ValidationReport& report) {
   };
   json["models"] = slices_json(summary.models);
   json["hardware"] = slices_json(summary.hardware);
+  json["within_model_spearman"] = optional(summary.within_model_spearman);
+  nlohmann::ordered_json rankings = nlohmann::ordered_json::array();
+  for (const RankingGroup& group : summary.rankings)
+    rankings.push_back({{"model", group.model}, {"hardware", group.hardware}, {"num_gpus", group.num_gpus},
+                        {"rows", group.rows}, {"spearman", optional(group.spearman)}});
+  json["rankings"] = rankings;
   auto count_json = [](const CoverageCount& count) {
     return nlohmann::ordered_json{
         {"name", count.name}, {"runs", count.runs}, {"inside", count.inside}, {"faster", count.below},

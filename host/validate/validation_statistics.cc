@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
+#include <utility>
 
 namespace paraplan::host {
 
@@ -73,6 +75,45 @@ std::vector<SliceAccuracy> slices(const std::vector<Prediction>& predictions, Ke
   return out;
 }
 
+std::string model_label(const MeasuredRun& run) {
+  if (!run.model.empty()) return run.model;
+  return std::to_string(run.layers) + " layers, hidden " + std::to_string(run.hidden);
+}
+
+// Groups by model, hardware and GPU count; each group's iteration times ranked as the whole set's.
+void rank_within_models(const std::vector<Prediction>& predictions, ValidationSummary& summary) {
+  std::vector<RankingGroup> groups;
+  std::vector<std::pair<std::vector<double>, std::vector<double>>> series;  // measured, predicted
+  for (const Prediction& prediction : predictions) {
+    if (!prediction.evaluated()) continue;
+    const MeasuredRun& run = *prediction.run;
+    const std::string model = model_label(run);
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const RankingGroup& known) {
+      return known.model == model && known.hardware == run.hardware && known.num_gpus == run.num_gpus;
+    });
+    if (group == groups.end()) {
+      groups.push_back({model, run.hardware, run.num_gpus, 0, std::nullopt});
+      series.emplace_back();
+      group = groups.end() - 1;
+    }
+    ++group->rows;
+    auto& [measured, predicted] = series[static_cast<size_t>(group - groups.begin())];
+    measured.push_back(run.iteration_seconds(run.value));
+    predicted.push_back(run.iteration_seconds(*prediction.predicted));
+  }
+  double weighted = 0, rows = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (groups[i].rows < kRankingGroupMinRows) continue;
+    groups[i].spearman = spearman_correlation(series[i].second, series[i].first);
+    if (groups[i].spearman) {
+      weighted += *groups[i].spearman * static_cast<double>(groups[i].rows);
+      rows += static_cast<double>(groups[i].rows);
+    }
+    summary.rankings.push_back(groups[i]);
+  }
+  if (rows > 0) summary.within_model_spearman = weighted / rows;
+}
+
 }  // namespace
 
 ValidationSummary summarize(const std::vector<Prediction>& predictions) {
@@ -110,6 +151,7 @@ ValidationSummary summarize(const std::vector<Prediction>& predictions) {
   for (size_t i = 0; i < summary.sources.size(); ++i)
     summary.sources[i].mape_pct = mean_absolute_percentage_error(errors_by_source[i]);
   summary.models = slices(predictions, [](const MeasuredRun& run) { return run.model; });
+  rank_within_models(predictions, summary);
   summary.hardware = slices(predictions, [](const MeasuredRun& run) { return run.hardware; });
   return summary;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,19 @@ struct SliceAccuracy {
   std::optional<double> mape_pct, mean_error_pct;
 };
 
+// The plans of one model on one cluster (the same model, hardware and GPU count), ranked: how well
+// the model orders the choices a search makes between (issue 18's within-model Spearman). The
+// model is the `model` column's name, else its shape ("L layers, hidden H").
+struct RankingGroup {
+  std::string model, hardware;
+  int64_t num_gpus = 0;
+  size_t rows = 0;                  // evaluated rows
+  std::optional<double> spearman;   // nullopt: fewer than 2 rows, or one side constant
+};
+
+// Groups of at least this many evaluated rows count toward the weighted ranking.
+inline constexpr size_t kRankingGroupMinRows = 3;
+
 struct ValidationSummary {
   size_t rows = 0, evaluated = 0, unevaluable = 0;
   std::optional<double> mape_pct;
@@ -48,6 +62,10 @@ struct ValidationSummary {
   // The same by model (rows that name one) and by hardware, with the mean signed error (+:
   // predicted too fast), in order of first appearance: the slices the CI guards.
   std::vector<SliceAccuracy> models, hardware;
+  // Every group of kRankingGroupMinRows or more evaluated rows, in order of first appearance, and
+  // their Spearman correlations weighted by rows (nullopt: no such group ranks).
+  std::vector<RankingGroup> rankings;
+  std::optional<double> within_model_spearman;
 };
 
 ValidationSummary summarize(const std::vector<Prediction>& predictions);

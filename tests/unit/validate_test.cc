@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "host/search/search_engine.h"
 #include "host/validate/csv_records.h"
@@ -190,6 +191,53 @@ TEST(ValidateStatistics, MapeWorstRowAndSourcesMatchAHandComputation) {
   // One evaluated row: no Spearman.
   predictions.resize(1);
   EXPECT_FALSE(summarize(predictions).spearman.has_value());
+}
+
+// Plans of one model on one cluster, ranked: groups by model (or its shape), hardware and GPU
+// count, of 3 or more evaluated rows; each group's Spearman, and their mean weighted by rows.
+TEST(ValidateStatistics, PlansOfOneModelOnOneClusterRankedByHand) {
+  // Group P (pinned model, 8 GPUs): measured 1, 2, 3, 4 predicted 1, 3, 2, 4: ranks (1, 3, 2, 4)
+  // against (1, 2, 3, 4), d = (0, 1, -1, 0), rho = 1 - 6 * 2 / (4 * 15) = 0.8. Group Q (the same
+  // model on 16 GPUs): measured 1, 2, 3 predicted 3, 2, 1: rho = -1. Group R (model "named", 8
+  // GPUs): two rows, too few to rank; an unevaluable row of P is left out.
+  const std::vector<std::tuple<int, std::string, double, double>> made = {
+      {8, "", 1, 1}, {8, "", 2, 3}, {8, "", 3, 2}, {8, "", 4, 4}, {16, "", 1, 3},
+      {16, "", 2, 2}, {16, "", 3, 1}, {8, "named", 1, 1}, {8, "named", 2, 2}, {8, "", 5, 0}};
+  std::vector<Row> rows;
+  for (const auto& [gpus, model, measured, predicted] : made) {
+    Row row = pinned_row("r" + std::to_string(rows.size()));
+    row["num_gpus"] = std::to_string(gpus);
+    row["dp"] = std::to_string(gpus / 4);
+    row["value"] = std::to_string(measured);
+    rows.push_back(row);
+  }
+  std::vector<MeasuredRun> runs = runs_of(rows);
+  std::vector<Prediction> predictions(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    runs[i].model = std::get<1>(made[i]);
+    predictions[i].run = &runs[i];
+    const double predicted = std::get<3>(made[i]);
+    if (predicted == 0) {
+      predictions[i].reason = "made up";
+      continue;
+    }
+    predictions[i].predicted = predicted;
+    predictions[i].error_pct = (predicted - std::get<2>(made[i])) / std::get<2>(made[i]) * 100;
+  }
+  const ValidationSummary summary = summarize(predictions);
+  ASSERT_EQ(summary.rankings.size(), 2u);
+  EXPECT_EQ(summary.rankings[0].model, "8 layers, hidden 1024");  // pinned_row's shape, no name
+  EXPECT_EQ(summary.rankings[0].num_gpus, 8);
+  EXPECT_EQ(summary.rankings[0].rows, 4u);
+  EXPECT_NEAR(*summary.rankings[0].spearman, 0.8, 1e-12);
+  EXPECT_EQ(summary.rankings[1].num_gpus, 16);
+  EXPECT_NEAR(*summary.rankings[1].spearman, -1.0, 1e-12);
+  EXPECT_NEAR(*summary.within_model_spearman, (4 * 0.8 + 3 * -1.0) / 7, 1e-12);
+  predictions.resize(3);  // three rows of P: (1, 2, 3) predicted (1, 3, 2): rho = 0.5
+  EXPECT_NEAR(*summarize(predictions).within_model_spearman, 0.5, 1e-12);
+  predictions.resize(2);
+  EXPECT_TRUE(summarize(predictions).rankings.empty());
+  EXPECT_FALSE(summarize(predictions).within_model_spearman.has_value());
 }
 
 // ---------------------------------------------------------------------------------------------
