@@ -413,7 +413,9 @@ class LayerBuilder {
   // depthwise causal convolution over x, B and C, the SSD scan, a norm gated by z, out_proj.
   // The SSD in chunks of Q tokens does, per token and head of dim P with state N and G groups
   // over H heads: 2QP (intra-chunk outputs) + 2NP (chunk states) + 2NP (state to output) and
-  // 2QN·G/H (C·B per group) multiply-adds x2: priced as one GEMM of inner width and that depth.
+  // 2QN·G/H (C·B per group) multiply-adds x2: priced as one GEMM of inner width and that depth,
+  // in the 16-bit type: the scan is mamba_ssm's Triton kernels (mamba_chunk_scan_combined), not a
+  // Transformer Engine module, so a low-precision recipe quantises only in_proj and out_proj.
   void mamba() {
     const double tok = t_.tokens, h = t_.hidden, heads = static_cast<double>(kind_.mamba_heads);
     const double p = static_cast<double>(kind_.mamba_head_dim), n = static_cast<double>(kind_.mamba_state);
@@ -423,7 +425,7 @@ class LayerBuilder {
     norm(PP_OP_ATTN_NORM);
     emit_.gemm(PP_OP_MAMBA_IN_PROJ, tok, projected, h);
     emit_.memory_bound(PP_OP_MAMBA_CONV, 2.0 * kActivationBytes * tok * conv_width);
-    emit_.gemm(PP_OP_MAMBA_SCAN, tok, inner, chunk + 2.0 * n + chunk * n * groups / (heads * p));
+    unquantised_.gemm(PP_OP_MAMBA_SCAN, tok, inner, chunk + 2.0 * n + chunk * n * groups / (heads * p));
     emit_.memory_bound(PP_OP_MAMBA_NORM, 3.0 * kActivationBytes * tok * inner);
     emit_.gemm(PP_OP_MAMBA_OUT_PROJ, tok, h, inner);
     residual(PP_OP_ATTN_RESIDUAL, /*biased=*/true);

@@ -223,6 +223,26 @@ std::unique_ptr<Plan> workload_of(const std::string& model_keys, const std::stri
   return plan;
 }
 
+// Mamba-2's SSD scan is mamba_ssm's Triton kernels (mamba_chunk_scan_combined), not a Transformer
+// Engine module: under FP8 the projections around it are quantised, the scan stays 16-bit.
+TEST(LowPrecision, MambaScanStaysInBf16BetweenQuantisedProjections) {
+  const std::unique_ptr<Plan> plan =
+      workload_of("preset = \"nemotron-3-nano\"\n", "global_batch = 1\nmicro_batch = 1\nprecision = \"fp8\"\n");
+  size_t scans = 0, projections = 0;
+  for (const pp_op& op : plan->op_list()) {
+    const std::string name = op.name;
+    if (name == PP_OP_MAMBA_SCAN) {
+      EXPECT_EQ(op.dtype, PP_DTYPE_BF16);
+      ++scans;
+    } else if (name == PP_OP_MAMBA_IN_PROJ || name == PP_OP_MAMBA_OUT_PROJ) {
+      EXPECT_EQ(op.dtype, PP_DTYPE_FP8);
+      ++projections;
+    }
+  }
+  EXPECT_GT(scans, 0u);
+  EXPECT_EQ(projections, 2 * scans);
+}
+
 std::unique_ptr<Plan> built(const std::string& features, const std::string& training_keys = "") {
   return workload_of(
       "layers = 2\nhidden = 2048\nheads = 16\nkv_heads = 4\nffn_type = \"swiglu\"\nffn_hidden = 4096\n"
