@@ -234,6 +234,10 @@ TEST(TensorParallel, MicroPipelinedOverlapHidesTheForwardPassesOnly) {
   EXPECT_GT(micro.number("time.exposed_comm_s.tp"), userbuffers.number("time.exposed_comm_s.tp"));
   EXPECT_LT(micro.number("time.exposed_comm_s.tp"), plain.number("time.exposed_comm_s.tp"));
   EXPECT_NEAR(micro.number("comm.tp.bytes_per_gpu_per_step"), plain.number("comm.tp.bytes_per_gpu_per_step"), 1.0);
+  // The method without overlap says nothing: refused, naming both keys.
+  expect_error<PlanError>(
+      [&] { test::evaluate_recipe(gpt_recipe(8, kTp8 + "overlap_method = \"micro_pipeline\"\n" + kSp)); },
+      {"strategy[0] 'tp'", "overlap_method = \"micro_pipeline\" says how overlap runs, but overlap = false"});
 }
 
 TEST(TensorParallel, EachRankUpdatesItsShareOfTheWeights) {

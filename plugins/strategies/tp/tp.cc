@@ -64,6 +64,9 @@ class TensorParallel : public paraplan::Strategy {
   static std::vector<paraplan::SearchCase> search_space() { return {paraplan::SearchCase::degrees(2)}; }
 
   void validate(const paraplan::StrategyContext& context) override {
+    if (forward_only_ && !overlap_)
+      return refuse("tp overlap_method = \"" PP_TP_OVERLAP_MICRO_PIPELINE "\" says how overlap runs, but overlap = "
+                    "false: set overlap = true, or leave overlap_method out");
     const int64_t t = context.degree;
     const pp_model& model = context.model;
     // The first width t does not divide, refused (the search tries every degree: no exception).
