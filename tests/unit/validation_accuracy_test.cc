@@ -4,7 +4,6 @@
 // pushes the error past them fails here.
 #include <cmath>
 #include <map>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
