@@ -29,6 +29,7 @@ constexpr Datasheet kA100Sxm80g{
             .gemm_efficiency_max = 0.70,
             .gemm_half_efficiency_gflop = std::nullopt,
             .gemm_efficiency_max_fp8 = std::nullopt,  // no FP8 on Ampere
+            .gemm_efficiency_max_fp4 = std::nullopt,
             .attention_efficiency = 0.94,
             .attention_efficiency_flash2 = std::nullopt,
             .tiers = kA100SxmTiers,

@@ -31,6 +31,7 @@ constexpr Datasheet kB300{
             .gemm_efficiency_max = 0.62,
             .gemm_half_efficiency_gflop = std::nullopt,
             .gemm_efficiency_max_fp8 = 0.51,
+            .gemm_efficiency_max_fp4 = std::nullopt,
             .attention_efficiency = 0.81,
             .attention_efficiency_flash2 = 0.45,
             .tiers = kB300Tiers,

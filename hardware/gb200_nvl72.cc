@@ -32,6 +32,7 @@ constexpr Datasheet kGb200Nvl72{
             .gemm_efficiency_max = 0.58,
             .gemm_half_efficiency_gflop = std::nullopt,
             .gemm_efficiency_max_fp8 = 0.48,
+            .gemm_efficiency_max_fp4 = std::nullopt,
             .attention_efficiency = 0.81,
             .attention_efficiency_flash2 = 0.45,
             .tiers = kGb200Nvl72Tiers,

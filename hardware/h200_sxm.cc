@@ -29,6 +29,7 @@ constexpr Datasheet kH200Sxm{
             .gemm_efficiency_max = 0.64,
             .gemm_half_efficiency_gflop = std::nullopt,
             .gemm_efficiency_max_fp8 = 0.53,
+            .gemm_efficiency_max_fp4 = std::nullopt,
             .attention_efficiency = 0.81,
             .attention_efficiency_flash2 = 0.45,
             .tiers = kH200SxmTiers,

@@ -29,6 +29,7 @@ constexpr Datasheet kMi300x{
             .gemm_efficiency_max = 0.45,
             .gemm_half_efficiency_gflop = std::nullopt,
             .gemm_efficiency_max_fp8 = 0.37,
+            .gemm_efficiency_max_fp4 = std::nullopt,
             .attention_efficiency = 0.51,
             .attention_efficiency_flash2 = std::nullopt,
             .tiers = kMi300xTiers,

@@ -62,6 +62,8 @@ struct ProfileSpec {
   std::optional<double> gemm_half_efficiency_gflop;
   // The plateau of FP8 GEMMs, a smaller fraction of their peak; absent: gemm_efficiency_max.
   std::optional<double> gemm_efficiency_max_fp8;
+  // The plateau of NVFP4 GEMMs; absent: the FP8 plateau.
+  std::optional<double> gemm_efficiency_max_fp4;
   double attention_efficiency = 0;
   // FlashAttention-2-class kernels (pp_attention_kernel FLASH2) on the same FLOPs; absent: the
   // tuned kernel's rate (Ampere, where FlashAttention-2 is the tuned kernel).
@@ -198,6 +200,7 @@ constexpr ProfileProblem check_profile(const ProfileSpec& spec) {
       {"gemm.efficiency_max", spec.gemm_efficiency_max, detail::kFraction},
       {"gemm.half_efficiency_gflop", gemm_half_efficiency_gflop(spec), detail::kGigaflops},
       {"gemm.efficiency_max_fp8", spec.gemm_efficiency_max_fp8.value_or(spec.gemm_efficiency_max), detail::kFraction},
+      {"gemm.efficiency_max_fp4", spec.gemm_efficiency_max_fp4.value_or(spec.gemm_efficiency_max), detail::kFraction},
       {"attention.efficiency", spec.attention_efficiency, detail::kFraction},
       {"attention.efficiency_flash2", spec.attention_efficiency_flash2.value_or(spec.attention_efficiency), detail::kFraction},
       {"host.op_overhead_us", host_op_overhead_us(spec), detail::kMicroseconds},
@@ -280,6 +283,7 @@ inline pp_hardware_profile build_profile(const ProfileSpec& spec) {
   profile.gemm_efficiency_max = spec.gemm_efficiency_max;
   profile.gemm_half_efficiency_flops = gemm_half_efficiency_gflop(spec) * kGiga;
   profile.gemm_efficiency_max_fp8 = spec.gemm_efficiency_max_fp8.value_or(0.0);
+  profile.gemm_efficiency_max_fp4 = spec.gemm_efficiency_max_fp4.value_or(0.0);
   profile.attention_efficiency = spec.attention_efficiency;
   profile.attention_efficiency_flash2 = spec.attention_efficiency_flash2.value_or(0.0);
   profile.host_op_overhead_s = host_op_overhead_us(spec) * kMicro;

@@ -375,10 +375,12 @@ pp_hardware_profile parse_toml_profile(std::string_view document, const std::str
 
   spec.gemm_efficiency_max = kDefaultGemmEfficiencyMax;
   if (const toml::table* table = top.optional_table("gemm")) {
-    TableReader gemm(file, *table, "gemm.", {"efficiency_max", "half_efficiency_gflop", "efficiency_max_fp8"});
+    TableReader gemm(file, *table, "gemm.",
+                     {"efficiency_max", "half_efficiency_gflop", "efficiency_max_fp8", "efficiency_max_fp4"});
     spec.gemm_efficiency_max = gemm.number_or("efficiency_max", kDefaultGemmEfficiencyMax);
     spec.gemm_half_efficiency_gflop = gemm.optional_number("half_efficiency_gflop");
     spec.gemm_efficiency_max_fp8 = gemm.optional_number("efficiency_max_fp8");
+    spec.gemm_efficiency_max_fp4 = gemm.optional_number("efficiency_max_fp4");
   }
 
   spec.attention_efficiency = kDefaultAttentionEfficiency;

@@ -41,6 +41,7 @@ nlohmann::ordered_json profile_json(const pp_hardware_profile& profile, bool own
       {"host_link_bandwidth_bytes_per_s", profile.host_link_bandwidth_bytes_per_s},
       {"gemm_efficiency_max", profile.gemm_efficiency_max},
       {"gemm_efficiency_max_fp8", profile.gemm_efficiency_max_fp8},
+      {"gemm_efficiency_max_fp4", profile.gemm_efficiency_max_fp4},
       {"gemm_half_efficiency_flops", profile.gemm_half_efficiency_flops},
       {"attention_efficiency", profile.attention_efficiency},
       {"attention_efficiency_flash2", profile.attention_efficiency_flash2},

@@ -52,6 +52,7 @@ std::string profile_problem(const pp_hardware_profile& profile) {
                                   {"attention_efficiency_flash2", profile.attention_efficiency_flash2, 1e-6, 1.0, true},
                                   {"overlap_compute_slowdown", profile.overlap_compute_slowdown, 0.0, 1.0, true},
                                   {"speed_variation", profile.speed_variation, 0.0, 0.5, true},
+                                  {"gemm_efficiency_max_fp4", profile.gemm_efficiency_max_fp4, 1e-6, 1.0, true},
                               });
   for (const Bound& bound : bounds)
     if (!within(bound)) return out_of_bounds(bound);

@@ -79,6 +79,8 @@ std::string profile_toml(const pp_hardware_profile& profile) {
        "GEMM size at half the plateau");
   if (profile.gemm_efficiency_max_fp8 > 0)
     line(out, "efficiency_max_fp8", number(profile.gemm_efficiency_max_fp8), "FP8 plateau, fraction of its peak");
+  if (profile.gemm_efficiency_max_fp4 > 0)
+    line(out, "efficiency_max_fp4", number(profile.gemm_efficiency_max_fp4), "NVFP4 plateau, fraction of its peak");
   out += "\n[attention]\n";
   line(out, "efficiency", number(profile.attention_efficiency), "fraction of bf16 peak, full-square FLOPs");
   if (profile.attention_efficiency_flash2 > 0)

@@ -32,7 +32,7 @@ constexpr AbiMinorSizes kHistory[] = {
     {7, PP_PLUGIN_V1_SIZE_1_5, PP_STRATEGY_V1_SIZE_1_1, PP_EXECUTOR_V1_SIZE_1_4, kHardware, kExporter,
      PP_HARDWARE_PROFILE_SIZE_1_6, kOp, kMemory, kPipeline, kStage, kStep, kSpec, kCase, kChoice, kFigures},
     {8, PP_PLUGIN_V1_SIZE_1_5, PP_STRATEGY_V1_SIZE_1_1, PP_EXECUTOR_V1_SIZE_1_4, kHardware, kExporter,
-     PP_HARDWARE_PROFILE_SIZE_1_6, kOp, kMemory, kPipeline, kStage, kStep, kSpec, kCase, kChoice, kFigures},
+     PP_HARDWARE_PROFILE_SIZE_1_8, kOp, kMemory, kPipeline, kStage, kStep, kSpec, kCase, kChoice, kFigures},
 };
 
 static_assert(std::size(kHistory) == PP_ABI_MINOR + 1, "a row per released minor, this host's the last");

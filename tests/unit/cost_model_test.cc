@@ -168,6 +168,26 @@ TEST(GemmTime, BlockScaledFormatsRunAtTheirOwnPeaksOnTheFp8Plateau) {
   EXPECT_THROW(peak_flops(profile, PP_DTYPE_NVFP4), ConstraintError);
 }
 
+
+TEST(GemmTime, Nvfp4MayHaveAPlateauOfItsOwn) {
+  // NVFP4 at 4000 TFLOP/s on a plateau of 0.4 of its own beside FP8's 0.6: F_half from the bf16
+  // curve's t0 = 125 ns is t0 x 4000e12 x 0.4 = 2e11; MXFP8 stays on the FP8 plateau.
+  pp_hardware_profile profile = two_tier_profile();
+  profile.gemm_efficiency_max_fp8 = 0.6;
+  profile.gemm_efficiency_max_fp4 = 0.4;
+  profile.peak_flops_mxfp8 = 2000e12;
+  profile.peak_flops_nvfp4 = 4000e12;
+  const double m = 8192, n = 8192, k = 8192, flops = 2 * m * n * k;
+  EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_NVFP4), flops / (4000e12 * 0.4 * flops / (flops + 2e11)));
+  EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_MXFP8), flops / (2000e12 * 0.6 * flops / (flops + 1.5e11)));
+  // Undeclared (0), or a profile that ends before ABI 1.8's field: the FP8 plateau, F_half 3e11.
+  const double on_fp8_plateau = flops / (4000e12 * 0.6 * flops / (flops + 3e11));
+  profile.gemm_efficiency_max_fp4 = 0;
+  EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_NVFP4), on_fp8_plateau);
+  profile.gemm_efficiency_max_fp4 = 0.4;
+  profile.struct_size = offsetof(pp_hardware_profile, gemm_efficiency_max_fp4);
+  EXPECT_DOUBLE_EQ(default_gemm_time(profile, m, n, k, PP_DTYPE_NVFP4), on_fp8_plateau);
+}
 TEST(GemmTime, TinyGemmIsBoundByMemory) {
   pp_hardware_profile profile = two_tier_profile();
   profile.gemm_half_efficiency_flops = 0;  // no launch penalty: only the roofline remains

@@ -54,6 +54,7 @@ void expect_same_profile(const pp_hardware_profile& a, const pp_hardware_profile
   EXPECT_EQ(a.gemm_efficiency_max, b.gemm_efficiency_max);
   EXPECT_EQ(a.gemm_half_efficiency_flops, b.gemm_half_efficiency_flops);
   EXPECT_EQ(a.gemm_efficiency_max_fp8, b.gemm_efficiency_max_fp8);
+  EXPECT_EQ(a.gemm_efficiency_max_fp4, b.gemm_efficiency_max_fp4);
   EXPECT_EQ(a.attention_efficiency, b.attention_efficiency);
   EXPECT_EQ(a.attention_efficiency_flash2, b.attention_efficiency_flash2);
   EXPECT_EQ(a.host_link_bandwidth_bytes_per_s, b.host_link_bandwidth_bytes_per_s);

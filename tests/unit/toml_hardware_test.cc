@@ -79,6 +79,25 @@ TEST(TomlHardware, SameNumbersSamePlanAsTheCompiledProfile) {
                    test::evaluate_recipe(recipe_on("h100-sxm", "fp8")).number("time.step_s"));
 }
 
+// gemm.efficiency_max_fp4 (ABI 1.8): NVFP4's plateau, read into the profile and range-checked
+// with the others; absent, 0 (the FP8 plateau serves).
+TEST(TomlHardware, Nvfp4PlateauIsReadAndChecked) {
+  const auto profile_of = [](const std::string& text, const std::string& name) {
+    return test::evaluate_recipe(recipe_on(write_profile(name, text).string())).hardware->profile();
+  };
+  const std::string base = kH100SxmProfile;
+  const std::string gemm = "efficiency_max_fp8 = 0.53\n";
+  EXPECT_EQ(profile_of(base, "fp4-absent").gemm_efficiency_max_fp4, 0.0);
+  std::string declared = base;
+  declared.replace(declared.find(gemm), gemm.size(), gemm + "efficiency_max_fp4 = 0.41\n");
+  EXPECT_DOUBLE_EQ(profile_of(declared, "fp4-declared").gemm_efficiency_max_fp4, 0.41);
+  std::string impossible = base;
+  impossible.replace(impossible.find(gemm), gemm.size(), gemm + "efficiency_max_fp4 = 1.5\n");
+  std::filesystem::path file = write_profile("fp4-impossible", impossible);
+  expect_error<InputError>([&] { test::evaluate_recipe(recipe_on(file.string())); },
+                           {file.string(), "gemm.efficiency_max_fp4"});
+}
+
 // host.op_overhead_us: absent, the bundled profiles' 85 us; declared, the profile's own; 0 frees
 // the host (a framework that captures everything, or a test machine).
 TEST(TomlHardware, TheHostsIssueTimeIsTheProfilesOwn) {

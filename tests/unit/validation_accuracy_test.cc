@@ -122,7 +122,7 @@ TEST(ValidationAccuracy, ModernRunsEvaluateOrSayWhyNoWorseThanToday) {
   EXPECT_EQ(evaluated, 217u);
   const ValidationSummary summary = summarize(predictions);
   ASSERT_TRUE(summary.mape_pct.has_value());
-  EXPECT_LE(*summary.mape_pct, 16.0);  // 13.9 % (2026-12-06, 217 rows, torchtitan's op policy, eager kernels and async TP as they ran)
+  EXPECT_LE(*summary.mape_pct, 15.0);  // 13.1 % (2026-12-06, 217 rows; 13.9 before the GB300's FP8 plateau)
   ASSERT_TRUE(summary.spearman.has_value());
   EXPECT_GE(*summary.spearman, 0.97);  // 0.981
 }
@@ -147,8 +147,8 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
   const std::map<std::string, double> today = {
       // by model
       // (after NCCL's collectives and the slowest GPU's pace, 2026-12-05)
-      {"llama2-7b", 21.9}, {"llama2-13b", 1.8}, {"llama2-70b", 5.7}, {"llama3-8b", 11.4}, {"llama3-70b", 9.3},
-      {"llama3.1-405b", 8.5}, {"mixtral-8x7b", 19.0}, {"deepseek-v3", 8.8}, {"gpt-oss-120b", 28.1},
+      {"llama2-7b", 21.9}, {"llama2-13b", 1.8}, {"llama2-70b", 5.7}, {"llama3-8b", 10.8}, {"llama3-70b", 9.3},
+      {"llama3.1-405b", 4.8}, {"mixtral-8x7b", 19.0}, {"deepseek-v3", 8.8}, {"gpt-oss-120b", 28.1},
       {"nemotron-3-nano", 14.0}, {"qwen3-235b-a22b", 19.4}, {"qwen3-30b-a3b", 24.0},
       {"gpt3-5b", 6.6}, {"gpt3-20b", 0.2}, {"gpt3-175b", 8.4}, {"nemotron3-8b", 10.1}, {"nemotron3-22b", 3.4},
       {"nemotron4-15b", 10.7},  // (evaluated since 2026-12-05: the models' vocabularies)
@@ -162,10 +162,11 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
       // kernels for torchtitan's runs without torch.compile: Llama 2 13B 8.3 -> 1.8, Llama 2 70B
       // 6.6 -> 5.7, Llama 3 8B 14.5 -> 13.0, its 500 W H100 23.9 -> 21.7, A100 9.7 -> 4.0; then
       // torchtitan's async TP as PyTorch's micro-pipeline, forward passes only: Llama 3 8B 13.0 -> 11.4,
-      // its 500 W H100 21.7 -> 18.2)
+      // its 500 W H100 21.7 -> 18.2; then the GB300's FP8 plateau fitted to its Llama 3.1 405B runs:
+      // Llama 3 8B 11.4 -> 10.8, Llama 3.1 405B 8.5 -> 4.8, GB300 13.2 -> 3.4)
       // by hardware
       {"h100-sxm", 16.3}, {"b200", 15.0}, {"gb200-nvl72", 10.5}, {"h100-sxm-hbm2e-96gb-500w", 18.2},
-      {"h200-sxm", 2.2}, {"a100-sxm-80g", 4.0}, {"b300", 22.0}, {"gb300-nvl72", 13.2}};
+      {"h200-sxm", 2.2}, {"a100-sxm-80g", 4.0}, {"b300", 22.0}, {"gb300-nvl72", 3.4}};
   size_t guarded = 0;
   for (const std::vector<SliceAccuracy>* slices : {&summary.models, &summary.hardware})
     for (const SliceAccuracy& slice : *slices) {
@@ -189,6 +190,21 @@ TEST(ValidationAccuracy, ModernSlicesNoWorseThanToday) {
   };
   EXPECT_LE(half_mape({"deepseek-v3", "qwen3-30b-a3b", "mixtral-8x7b"}), 18.5 + 2.0);       // the tuning half
   EXPECT_LE(half_mape({"qwen3-235b-a22b", "gpt-oss-120b", "nemotron-3-nano"}), 20.9 + 2.0);  // held out
+}
+
+// Issue 18's target for the dense rows of modern.csv: at most 10 % (8.8 %, 2026-12-06; 10.1 before
+// the GB300's FP8 plateau, fitted on its Llama 3.1 405B rows, with its Llama 3 8B rows held out at
+// 1.9 %: docs/validation.md).
+TEST(ValidationAccuracy, ModernDenseRowsWithinTenPercent) {
+  const std::vector<MeasuredRun> runs = read_measured_runs(PARAPLAN_RECIPES_DIR "/validation/modern.csv");
+  const std::vector<Prediction> predictions = predict_runs(runs, test::bundled_catalog(), 0);
+  double sum = 0;
+  size_t rows = 0;
+  for (const Prediction& prediction : predictions)
+    if (prediction.evaluated() && prediction.run->moe_experts.value_or(0) == 0)
+      sum += std::abs(prediction.error_pct), ++rows;
+  EXPECT_EQ(rows, 131u);
+  EXPECT_LE(sum / static_cast<double>(rows), 10.0);
 }
 
 // Families ranked as measured (issue 18): where a source measured FSDP and 3D parallelism on the

@@ -35,7 +35,8 @@
  *        plugin, which would price it as the tuned one)
  *   1.8  pp_recompute_module += TORCHTITAN_OP; pp_training += elementwise_kernels (a struct the host
  *        hands plugins); the host refuses either to an older executor or exporter, which would read
- *        the first as Megatron-LM's modules and not know the second
+ *        the first as Megatron-LM's modules and not know the second; pp_hardware_profile +=
+ *        gemm_efficiency_max_fp4
  */
 #ifndef PARAPLAN_ABI_HISTORY_H
 #define PARAPLAN_ABI_HISTORY_H
@@ -59,6 +60,7 @@
 
 #define PP_HARDWARE_PROFILE_SIZE_1_0 offsetof(pp_hardware_profile, gemm_efficiency_max_fp8)
 #define PP_HARDWARE_PROFILE_SIZE_1_2 offsetof(pp_hardware_profile, peak_flops_mxfp8)
-#define PP_HARDWARE_PROFILE_SIZE_1_6 sizeof(pp_hardware_profile)
+#define PP_HARDWARE_PROFILE_SIZE_1_6 offsetof(pp_hardware_profile, gemm_efficiency_max_fp4)
+#define PP_HARDWARE_PROFILE_SIZE_1_8 sizeof(pp_hardware_profile)
 
 #endif /* PARAPLAN_ABI_HISTORY_H */

@@ -76,7 +76,8 @@ inline const char* dtype_name(pp_dtype dtype) {
   }
 }
 
-// FP8 and the block-scaled formats: GEMMs that reach the FP8 plateau (gemm_efficiency_max_fp8).
+// FP8 and the block-scaled formats: GEMMs that reach the FP8 plateau (gemm_efficiency_max_fp8;
+// NVFP4's may be its own, gemm_efficiency_max_fp4).
 inline bool low_precision(pp_dtype dtype) {
   return dtype == PP_DTYPE_FP8 || dtype == PP_DTYPE_MXFP8 || dtype == PP_DTYPE_NVFP4;
 }
@@ -115,15 +116,23 @@ inline double fp8_gemm_efficiency_max(const pp_hardware_profile& profile) {
   return declared && profile.gemm_efficiency_max_fp8 > 0 ? profile.gemm_efficiency_max_fp8 : profile.gemm_efficiency_max;
 }
 
+// The plateau GEMMs of a low-precision `dtype` reach: NVFP4's own (ABI 1.8) where the profile
+// declares one, else the FP8 plateau every 8-bit and block-scaled format shares.
+inline double low_precision_gemm_efficiency_max(const pp_hardware_profile& profile, pp_dtype dtype) {
+  const bool declared = profile.struct_size >= offsetof(pp_hardware_profile, gemm_efficiency_max_fp4) + sizeof(double);
+  if (dtype == PP_DTYPE_NVFP4 && declared && profile.gemm_efficiency_max_fp4 > 0) return profile.gemm_efficiency_max_fp4;
+  return fp8_gemm_efficiency_max(profile);
+}
+
 inline double default_gemm_time(const pp_hardware_profile& profile, double m, double n, double k, pp_dtype dtype) {
   double flops = 2.0 * m * n * k;
   if (flops <= 0) return 0.0;
   const double bf16_maximum = profile.gemm_efficiency_max > 0 ? profile.gemm_efficiency_max : 1.0;
   double maximum = bf16_maximum, half_flops = std::max(0.0, profile.gemm_half_efficiency_flops);
-  const double fp8_maximum = low_precision(dtype) ? fp8_gemm_efficiency_max(profile) : 0.0;
-  if (fp8_maximum > 0 && profile.peak_flops[PP_DTYPE_BF16] > 0) {
+  const double narrow_maximum = low_precision(dtype) ? low_precision_gemm_efficiency_max(profile, dtype) : 0.0;
+  if (narrow_maximum > 0 && profile.peak_flops[PP_DTYPE_BF16] > 0) {
     // The same fixed cost t0 per GEMM: F_half = t0 x peak x maximum scales with FP8's peak and plateau.
-    maximum = fp8_maximum;
+    maximum = narrow_maximum;
     half_flops *= peak_flops(profile, dtype) / profile.peak_flops[PP_DTYPE_BF16] * maximum / bf16_maximum;
   }
   double efficiency = maximum * flops / (flops + half_flops);

@@ -49,7 +49,7 @@ typedef struct pp_hardware_profile {
   /* ABI 1.6: dense peaks of the block-scaled formats (PP_DTYPE_MXFP8, PP_DTYPE_NVFP4), which
    * need tensor cores of their own (Blackwell and later); 0 (and every profile of a plugin older
    * than 1.6) = the GPU has none, and a recipe asking for one is refused. Their GEMMs reach
-   * gemm_efficiency_max_fp8. */
+   * gemm_efficiency_max_fp8 (NVFP4's gemm_efficiency_max_fp4 where declared, ABI 1.8). */
   double peak_flops_mxfp8;
   double peak_flops_nvfp4;
   /* ABI 1.6: host seconds to issue one op of the plan eagerly (a framework module call: Python,
@@ -71,6 +71,10 @@ typedef struct pp_hardware_profile {
    * slower (cost_model.hpp, slowest_gpu_factor). 0 (and every profile of a plugin older than
    * this field) = identical GPUs. */
   double speed_variation;
+  /* ABI 1.8: gemm_efficiency_max_fp8 for NVFP4 GEMMs, whose plateau need not follow FP8's (on
+   * the GB300 its peak grew 1.5x over the GB200's while FP8's did not); 0 (and every profile of a
+   * plugin older than 1.8) = gemm_efficiency_max_fp8. */
+  double gemm_efficiency_max_fp4;
 } pp_hardware_profile;
 
 typedef struct pp_hardware_v1 {
