@@ -60,6 +60,12 @@ void require_plan_reader(const LoadedPlugin& plugin, const Recipe& recipe, const
     if (paraplan::elementwise_kernels(recipe.training) == PP_ELEMENTWISE_EAGER)
       throw PlanError(before + "elementwise_kernels \"eager\" (1.8), and would take the plan for fused kernels; "
                       "rebuild it against the 1.8 headers");
+    if (paraplan::fp8_attention(recipe.training))
+      throw PlanError(before + "fp8_attention (1.8), and would price FP8 attention at the full FP8 peak or not "
+                      "know it; rebuild it against the 1.8 headers");
+    if (paraplan::moe_fused_mlp(recipe.training))
+      throw PlanError(before + "moe_fused_mlp (1.8), and would not know the experts' MLP is fused; rebuild it "
+                      "against the 1.8 headers");
   }
   if (reads_layer_stack(plugin)) return;
   const std::string beyond = paraplan::beyond_uniform_transformer(recipe.model.shape);

@@ -21,6 +21,8 @@ struct Tokens {
   double batch, seq, tokens, hidden, vocab;
   bool dropout;  // masks kept for backward (dropout > 0)
   bool eager;    // PyTorch eager elementwise kernels (pp_elementwise_kernels)
+  bool fp8_attention;  // the fused attention kernel in FP8 (pp_training.fp8_attention)
+  bool fused_experts;  // the routed experts as one fused grouped MLP (pp_training.moe_fused_mlp)
   pp_position_embedding positions;
   // Biases added outside the bias-dropout-add kernel: an MoE model with biases runs it unfused
   // (Megatron-Core's TEGroupedMLP refuses bias_dropout_fusion with add_bias_linear).
@@ -36,6 +38,8 @@ Tokens tokens_of(const pp_model& model, const pp_training& training) {
   t.vocab = static_cast<double>(model.vocab);
   t.dropout = model.dropout > 0;
   t.eager = elementwise_kernels(training) == PP_ELEMENTWISE_EAGER;
+  t.fp8_attention = fp8_attention(training);
+  t.fused_experts = moe_fused_mlp(training);
   t.positions = position_embedding(model);
   bool biases = false, experts = false;
   const LayerKinds kinds(model);
@@ -105,9 +109,11 @@ class OpEmitter {
   // counted as Megatron-LM counts it, causal or not (keys = seq). A fused (flash) kernel is one
   // op priced by the hardware's attention efficiency, which absorbs the masked half it skips;
   // unfused, they are two batched GEMMs over the whole square (heads stacked into m, so one launch
-  // each, as cuBLAS runs them). qk_dim and v_dim differ only for MLA.
-  void attention(double seq, double keys, double qk_dim, double v_dim, double batch_heads, bool fused) {
-    const pp_dtype dtype = cost::low_precision(dtype_) ? PP_DTYPE_BF16 : dtype_;
+  // each, as cuBLAS runs them). qk_dim and v_dim differ only for MLA. Under a low-precision recipe
+  // attention stays in the 16-bit type unless `fp8` (the recipe's fp8_attention: the fused kernel
+  // in FP8, cost_model.hpp prices its rate).
+  void attention(double seq, double keys, double qk_dim, double v_dim, double batch_heads, bool fused, bool fp8) {
+    const pp_dtype dtype = fp8 ? PP_DTYPE_FP8 : cost::low_precision(dtype_) ? PP_DTYPE_BF16 : dtype_;
     if (fused) {
       pp_op op = make_op(PP_OP_ATTENTION, PP_PHASE_FORWARD, scope_, PP_OP_ATTENTION_CORE, kOwner);
       op.m = seq, op.n = keys, op.k = (qk_dim + v_dim) / 2.0, op.count = batch_heads;
@@ -368,7 +374,7 @@ class LayerBuilder {
   }
 
   void core(double heads, double qk_dim, double v_dim) {
-    emit_.attention(t_.seq, keys(), qk_dim, v_dim, t_.batch * heads, options_.flash_attention);
+    emit_.attention(t_.seq, keys(), qk_dim, v_dim, t_.batch * heads, options_.flash_attention, t_.fp8_attention);
     if (!options_.flash_attention) {
       // Without a fused attention kernel the b·a·s·keys scores go through HBM: scale-mask-softmax
       // reads and writes them (2 + 2 bytes each), dropout reads them, writes them and a 1-byte
@@ -486,6 +492,10 @@ class LayerBuilder {
   //   the shared experts: a dense MLP of width shared_ffn_hidden on every token, beside them.
   // Backward moves twice each memory-bound pass's bytes, as every such op here; the routed path's
   // passes carry kUnfusedMoePasses times their minimal bytes (paraplan/moe_kernels.hpp).
+  // With the experts' MLP fused (moe_fused_mlp: Transformer Engine's fused grouped MLP, cuDNN
+  // frontend's grouped_gemm_glu / grouped_gemm_dglu kernels), fc1's GEMM applies the GLU (clamped
+  // or not) and the probabilities in its epilogue and fc2's gradient GEMM their backward: no
+  // activation or clamp pass of their own (quantising_casts drops the hidden's casts).
   void moe(bool swiglu, double pre_activation, double hidden_bytes) {
     constexpr uint32_t kMoe = PP_RECOMPUTE_MOE;
     const double tok = t_.tokens, h = t_.hidden, up_outputs = swiglu ? 2.0 : 1.0;
@@ -501,9 +511,11 @@ class LayerBuilder {
     // drop-and-pad routing, whose sizes are fixed.
     emit_.host_sync(kMoe);
     emit_.gemm(PP_OP_EXPERT_UP, copies / experts, up_outputs * ffn, h, kMoe, experts);
-    clamp(PP_OP_EXPERT_CLAMP, copies, ffn, kMoe | PP_RECOMPUTE_MOE_ACT);
-    emit_.memory_bound(PP_OP_EXPERT_ACT, kPasses * activation_passes * kActivationBytes * copies * ffn, -1.0,
-                       kMoe | PP_RECOMPUTE_MOE_ACT);
+    if (!t_.fused_experts) {
+      clamp(PP_OP_EXPERT_CLAMP, copies, ffn, kMoe | PP_RECOMPUTE_MOE_ACT);
+      emit_.memory_bound(PP_OP_EXPERT_ACT, kPasses * activation_passes * kActivationBytes * copies * ffn, -1.0,
+                         kMoe | PP_RECOMPUTE_MOE_ACT);
+    }
     emit_.gemm(PP_OP_EXPERT_DOWN, copies / experts, h, ffn, kMoe, experts);
     // fc2's bias (linear_bias): experts.py's _apply_bias adds it per expert, weighted by the
     // copy's probability, and concatenates the pieces: the product written, read with the output
@@ -596,7 +608,10 @@ class LayerBuilder {
     if (forward_width > 0 || backward_width > 0)
       emit_.memory_bound(PP_OP_FP8_CAST_TENSOR, cast_bytes * tok * forward_width, cast_bytes * tok * backward_width);
     if (kind_.mlp == PP_MLP_MOE) {
-      const double ffn = static_cast<double>(kind_.expert_ffn_hidden);
+      // fc1's input (the routed copies) and fc2's (the hidden); backward fc2's output gradient
+      // and fc1's. A fused grouped MLP writes the hidden and fc1's gradient quantised from the
+      // GEMMs' epilogues: only the routed copies and fc2's output gradient are cast.
+      const double ffn = t_.fused_experts ? 0.0 : static_cast<double>(kind_.expert_ffn_hidden);
       const double copies = tok * static_cast<double>(kind_.top_k);
       constexpr double kPasses = moe::kUnfusedMoePasses;  // padded per expert, rowwise and columnwise
       emit_.memory_bound(PP_OP_FP8_CAST_EXPERT, kPasses * cast_bytes * copies * (h + ffn),

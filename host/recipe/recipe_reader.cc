@@ -41,7 +41,8 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& core_sectio
                  "tied_embeddings", "dropout", "rotary_base", "norm_epsilon", "position_embedding", "linear_bias",
                  "activation_clamp"}},
       {"training", {"global_batch", "global_batch_tokens", "micro_batch", "precision", "recompute", "recompute_modules", "recompute_num_layers", "cpu_offloading_num_layers", "cuda_graph_modules", "optimizer", "master_weights",
-                    "flash_attention", "attention_kernel", "elementwise_kernels", "main_grads"}},
+                    "flash_attention", "attention_kernel", "elementwise_kernels", "fp8_attention", "moe_fused_mlp",
+                    "main_grads"}},
       {"cluster", {"hardware", "num_gpus", "gpus_per_node", "mesh_order"}},
   };
   return sections;
@@ -510,6 +511,36 @@ uint32_t read_cuda_graph_modules(TableReader& reader, const toml::table& table, 
   return modules;
 }
 
+// fp8_attention and moe_fused_mlp, with the conditions their kernels have: Transformer Engine's
+// FP8 attention is cuDNN's fused kernel beside an FP8-family GEMM recipe (Megatron-Core sets
+// fp8_dpa only inside its FP8 autocast); its fused grouped MLP exists for the MXFP8 and NVFP4
+// recipes and GLU experts (transformer_engine/pytorch/ops/fused/grouped_mlp.py,
+// fuse_grouped_mlp_ops).
+void read_fused_kernels(TableReader& reader, const toml::table& table, Recipe& recipe) {
+  pp_training& training = recipe.training;
+  const bool low_precision = training.precision == PP_PRECISION_FP8 || training.precision == PP_PRECISION_MXFP8 ||
+                             training.precision == PP_PRECISION_NVFP4;
+  training.fp8_attention = reader.boolean("fp8_attention").value_or(false) ? 1 : 0;
+  if (training.fp8_attention && !low_precision)
+    reader.fail(table.get("fp8_attention"), "fp8_attention",
+                "needs precision fp8, mxfp8 or nvfp4 (FP8 attention runs inside Transformer Engine's FP8 recipe), not " +
+                    std::string(paraplan::precision_name(training.precision)));
+  if (training.fp8_attention && (!recipe.flash_attention || paraplan::attention_kernel(training) != PP_ATTENTION_KERNEL_TUNED))
+    reader.fail(table.get("fp8_attention"), "fp8_attention",
+                "is cuDNN's fused attention in FP8: it needs flash_attention = true and the tuned attention_kernel");
+  training.moe_fused_mlp = reader.boolean("moe_fused_mlp").value_or(false) ? 1 : 0;
+  if (!training.moe_fused_mlp) return;
+  const pp_model& model = recipe.model.shape;
+  if (model.moe_experts <= 1)
+    reader.fail(table.get("moe_fused_mlp"), "moe_fused_mlp", "fuses the routed experts' MLP: it needs an MoE model (model.moe_experts > 1)");
+  if (model.ffn_type != PP_FFN_SWIGLU)
+    reader.fail(table.get("moe_fused_mlp"), "moe_fused_mlp", "fuses a GLU into the experts' GEMMs: it needs ffn_type = \"swiglu\"");
+  if (training.precision != PP_PRECISION_MXFP8 && training.precision != PP_PRECISION_NVFP4)
+    reader.fail(table.get("moe_fused_mlp"), "moe_fused_mlp",
+                "is Transformer Engine's block-scaled kernel: it needs precision mxfp8 or nvfp4, not " +
+                    std::string(paraplan::precision_name(training.precision)));
+}
+
 // Sequences per step: `global_batch`, or `global_batch_tokens` (tokens per step, "4M") divided by
 // the sequence length, which must divide it.
 int64_t read_global_batch(TableReader& reader, const toml::table& table, int64_t seq_len) {
@@ -557,6 +588,7 @@ void read_training(Recipe& recipe, const toml::table* table, bool search) {
   }
   training.elementwise_kernels = paraplan::elementwise_kernels_named(
       reader.choice("elementwise_kernels", paraplan::elementwise_kernel_names()).value_or("fused"));
+  read_fused_kernels(reader, *table, recipe);
   recipe.fp32_main_grads = reader.choice("main_grads", {"fp32", "bf16"}).value_or("fp32") == "fp32";
   training.master_weights = reader.choice("master_weights", {"separate", "in_place"}).value_or("separate") == "in_place"
                                 ? PP_MASTER_WEIGHTS_IN_PLACE

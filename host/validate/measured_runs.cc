@@ -215,6 +215,8 @@ MeasuredRun read_run(const CsvRecord& record, const Header& header, const std::s
   run.master_weights = row.choice("master_weights", {"separate", "in_place"});
   run.attention_kernel = row.choice("attention_kernel", paraplan::attention_kernel_names());
   run.elementwise_kernels = row.choice("elementwise_kernels", paraplan::elementwise_kernel_names());
+  run.fp8_attention = row.boolean("fp8_attention");
+  run.moe_fused_mlp = row.boolean("moe_fused_mlp");
   run.cpu_offloading_num_layers = row.integer("cpu_offloading_num_layers", 1);
   run.recompute_num_layers = row.integer("recompute_num_layers", 1);
   run.cuda_graph_modules = row.name_list("cuda_graph_modules");
@@ -257,7 +259,7 @@ const std::vector<std::string>& optional_columns() {
                                     "position_embedding", "linear_bias", "activation_clamp",
                                     "etp", "fsdp", "moe_balance", "moe_dispatcher", "moe_a2a_overlap",
                                     "cuda_graph_modules", "model",
-                                    "recompute_modules", "main_grads", "master_weights", "attention_kernel", "elementwise_kernels", "measured_memory_gib",
+                                    "recompute_modules", "main_grads", "master_weights", "attention_kernel", "elementwise_kernels", "fp8_attention", "moe_fused_mlp", "measured_memory_gib",
                                     "cpu_offloading_num_layers", "recompute_num_layers"};
     all.insert(all.end(), layer_stack_columns().begin(), layer_stack_columns().end());
     return all;

@@ -8,7 +8,7 @@
 // README.md): the layer stack, each column the [model] key of its name (position_embedding,
 // linear_bias and activation_clamp too), etp, fsdp, moe_balance,
 // recompute_modules, main_grads, master_weights, attention_kernel and measured_memory_gib, and paraplan's four from modern.csv's notes:
-// cpu_offloading_num_layers, recompute_num_layers, elementwise_kernels,
+// cpu_offloading_num_layers, recompute_num_layers, elementwise_kernels, fp8_attention, moe_fused_mlp,
 // moe_dispatcher (alltoall | allgather | flex), moe_a2a_overlap and cuda_graph_modules, and `model` (its name, for
 // the report's per-model accuracy). Every field is checked here, so a malformed
 // file fails before anything is evaluated, with "FILE:LINE: column 'tp': 'x' is not an integer
@@ -86,6 +86,8 @@ struct MeasuredRun {
   std::optional<std::string> attention_kernel; // tuned | flash2 | triton (pp_attention_kernel); blank: tuned
   std::optional<std::string> tp_overlap_method;  // userbuffers | micro_pipeline (tp's overlap_method); blank: userbuffers
   std::optional<std::string> elementwise_kernels;  // fused | eager (pp_elementwise_kernels); blank: fused
+  std::optional<bool> fp8_attention;  // Megatron-Core's fp8_dot_product_attention; blank: false
+  std::optional<bool> moe_fused_mlp;  // Megatron-Core's use_transformer_engine_op_fuser for the experts; blank: false
   std::optional<int64_t> cpu_offloading_num_layers;  // Megatron-LM's --cpu-offloading-num-layers; blank: none
   std::optional<int64_t> recompute_num_layers;  // with recompute full: only each chunk's first N layers; blank: searched
   std::vector<std::string> cuda_graph_modules; // Megatron-LM's --cuda-graph-modules, or full_iteration

@@ -140,6 +140,8 @@ std::string run_recipe_text(const MeasuredRun& run) {
   if (run.flash_attention == false) recipe.boolean("flash_attention", false);
   recipe.optional_string("attention_kernel", run.attention_kernel);  // blank: tuned
   recipe.optional_string("elementwise_kernels", run.elementwise_kernels);  // blank: fused
+  if (run.fp8_attention == true) recipe.boolean("fp8_attention", true);
+  if (run.moe_fused_mlp == true) recipe.boolean("moe_fused_mlp", true);
   recipe.optional_integer("cpu_offloading_num_layers", run.cpu_offloading_num_layers);  // blank: none
   recipe.optional_integer("recompute_num_layers", run.recompute_num_layers);  // blank: searched with full
 

@@ -286,6 +286,21 @@ TEST(FrozenAbi, ThePreviousMinorsExecutorIsRefusedTorchtitansOpPolicyAndEagerKer
   EXPECT_NO_THROW(run_executor("analytic", *eager, catalog, composed, *hardware));
   test::expect_error<PlanError>([&] { run_executor(minor_name(minor) + "_counter", *eager, catalog, composed, *hardware); },
                                 {"before elementwise_kernels \"eager\" (1.8)"});
+  // 1.8's FP8 attention and fused expert MLP likewise (an MoE model on MXFP8).
+  for (const auto& [key, says] : {std::pair{"fp8_attention", "before fp8_attention (1.8)"},
+                                  std::pair{"moe_fused_mlp", "before moe_fused_mlp (1.8)"}}) {
+    auto fused = parse_recipe(
+        "[model]\nlayers = 4\nhidden = 4096\nheads = 32\nvocab = 32000\nseq_len = 4096\nffn_type = \"swiglu\"\n"
+        "ffn_hidden = 8192\nmoe_experts = 8\nmoe_top_k = 2\nmoe_ffn_hidden = 2048\n"
+        "[training]\nglobal_batch = 8\nmicro_batch = 1\nprecision = \"mxfp8\"\n" + std::string(key) + " = true\n"
+        "[cluster]\nhardware = \"b200\"\nnum_gpus = 1\n",
+        "fused.toml");
+    auto blackwell = open_hardware(*fused, catalog);
+    ComposedPlan fused_plan = compose_plan(*fused, catalog, gpus_per_node(*fused, *blackwell));
+    EXPECT_NO_THROW(run_executor("analytic", *fused, catalog, fused_plan, *blackwell));
+    test::expect_error<PlanError>(
+        [&] { run_executor(minor_name(minor) + "_counter", *fused, catalog, fused_plan, *blackwell); }, {says});
+  }
 }
 
 // `plugins list` (the real command, in process) shows every minor's plugins with their own ABI.

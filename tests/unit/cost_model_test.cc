@@ -169,6 +169,22 @@ TEST(GemmTime, BlockScaledFormatsRunAtTheirOwnPeaksOnTheFp8Plateau) {
 }
 
 
+// Fused attention at 0.8 of a 1000 TFLOP/s bf16 peak, heads of 128 (no width factor): 800
+// TFLOP/s. In FP8, 1.6 times that (FlashAttention-3's FP8 against its BF16, not the tensor
+// cores' 2x) where the GPU has FP8 tensor cores; a GPU without them runs it at the bf16 rate.
+TEST(AttentionRate, Fp8AttentionRunsFlashAttention3sRatioFasterWhereTheGpuHasFp8) {
+  pp_hardware_profile profile = two_tier_profile();
+  profile.attention_efficiency = 0.8;
+  pp_op op = make_op(PP_OP_ATTENTION, PP_PHASE_FORWARD, PP_SCOPE_LAYER, "attention_core", "test");
+  op.k = 128;
+  op.dtype = PP_DTYPE_BF16;
+  EXPECT_DOUBLE_EQ(attention_rate(profile, PP_ATTENTION_KERNEL_TUNED, op), 800e12);
+  op.dtype = PP_DTYPE_FP8;
+  EXPECT_DOUBLE_EQ(attention_rate(profile, PP_ATTENTION_KERNEL_TUNED, op), 800e12);  // no FP8 peak declared
+  profile.peak_flops[PP_DTYPE_FP8] = 2000e12;
+  EXPECT_DOUBLE_EQ(attention_rate(profile, PP_ATTENTION_KERNEL_TUNED, op), 1.6 * 800e12);
+}
+
 TEST(GemmTime, Nvfp4MayHaveAPlateauOfItsOwn) {
   // NVFP4 at 4000 TFLOP/s on a plateau of 0.4 of its own beside FP8's 0.6: F_half from the bf16
   // curve's t0 = 125 ns is t0 x 4000e12 x 0.4 = 2e11; MXFP8 stays on the FP8 plateau.
@@ -279,7 +295,7 @@ pp_model gpt3_175b() {
 }
 
 TEST(ModelFlopsPerStep, IsMegatronF72ForAGpt) {
-  pp_training training{sizeof(pp_training), 64, 1, PP_PRECISION_BF16, PP_RECOMPUTE_FULL, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0, PP_ELEMENTWISE_FUSED};
+  pp_training training{sizeof(pp_training), 64, 1, PP_PRECISION_BF16, PP_RECOMPUTE_FULL, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0, PP_ELEMENTWISE_FUSED, 0, 0};
   const double B = 64, s = 2048, l = 96, h = 12288, V = 51200;
   EXPECT_NEAR(model_flops_per_step(gpt3_175b(), training) / (72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))),
               1.0, 1e-12);
@@ -290,7 +306,7 @@ TEST(ModelFlopsPerStep, MoeCountsTheRouterAndTheChosenExperts) {
   moe.layers = 1, moe.moe_experts = 8, moe.moe_top_k = 2, moe.moe_ffn_hidden = 1000, moe.ffn_type = PP_FFN_SWIGLU;
   pp_model dense = moe;
   dense.moe_experts = 0, dense.ffn_hidden = 2000;  // two SwiGLU experts of 1000 = one of 2000
-  pp_training training{sizeof(pp_training), 1, 1, PP_PRECISION_BF16, PP_RECOMPUTE_NONE, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0, PP_ELEMENTWISE_FUSED};
+  pp_training training{sizeof(pp_training), 1, 1, PP_PRECISION_BF16, PP_RECOMPUTE_NONE, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0, PP_ELEMENTWISE_FUSED, 0, 0};
   // The only difference is the router: 2·h·E FLOPs per token forward, ×3 with backward.
   EXPECT_DOUBLE_EQ(model_flops_per_step(moe, training) - model_flops_per_step(dense, training), 3 * 2 * 12288.0 * 8 * 2048);
 }

@@ -56,8 +56,10 @@ const std::set<std::string> kMegatronFlags = {
     "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--num-experts", "--moe-ffn-hidden-size",
     "--moe-shared-expert-intermediate-size", "--moe-router-topk", "--moe-token-dispatcher-type",
     "--moe-expert-capacity-factor", "--moe-pad-expert-input-to-capacity", "--moe-flex-dispatcher-backend",
-    // TransformerConfig's fields, made flags by ArgumentGroupFactory
-    "--moe-router-num-groups", "--moe-router-group-topk"};
+    // TransformerConfig's fields, made flags by ArgumentGroupFactory ("--" + the field's name with
+    // dashes, megatron/training/argument_utils.py; transformer_config.py at d98e8a6: lines 525, 1011)
+    "--moe-router-num-groups", "--moe-router-group-topk", "--use-transformer-engine-op-fuser",
+    "--moe-mlp-glu-interleave-size"};
 
 struct Export {
   std::string script;  // launch_megatron.sh, the recipe path relative to the source tree
@@ -311,6 +313,27 @@ TEST(ExportMegatron, AttentionKernelAsTheAttentionBackend) {
   const Export eager = export_file(recipe, {"training.elementwise_kernels=\"eager\""});
   ASSERT_EQ(eager.unexpressed.size(), 1u);
   EXPECT_NE(eager.unexpressed[0].find("training.elementwise_kernels = \"eager\""), std::string::npos);
+}
+
+// The fused expert MLP as Megatron-Core's use_transformer_engine_op_fuser with the GLU's halves
+// interleaved by 32 (Megatron-Bridge's cutedsl_fused_grouped_mlp sets both: scripts/performance/
+// utils/overrides.py); FP8 attention has no flag (arguments.py leaves fp8_dot_product_attention
+// off the command line): reported.
+TEST(ExportMegatron, FusedExpertMlpAsTheOpFuserAndFp8AttentionReported) {
+  const std::string recipe = "recipes/scenarios/seed6-mixtral-8x7b-ep8-8xh100.toml";
+  const std::vector<std::string> blackwell = {"cluster.hardware=\"b200\"", "training.precision=\"mxfp8\""};
+  std::vector<std::string> fused = blackwell;
+  fused.push_back("training.moe_fused_mlp=true");
+  const Export mlp = export_file(recipe, fused);
+  EXPECT_TRUE(has(mlp.script, "--use-transformer-engine-op-fuser"));
+  EXPECT_EQ(value(mlp.script, "--moe-mlp-glu-interleave-size"), "32");
+  EXPECT_FALSE(has(export_file(recipe, blackwell).script, "--use-transformer-engine-op-fuser"));
+  expect_real_flags(mlp.script);
+  fused.push_back("training.fp8_attention=true");
+  bool reported = false;
+  for (const std::string& line : export_file(recipe, fused).unexpressed)
+    reported = reported || line.find("training.fp8_attention") != std::string::npos;
+  EXPECT_TRUE(reported);
 }
 
 // Group-limited routing as TransformerConfig's moe_router_num_groups and moe_router_group_topk

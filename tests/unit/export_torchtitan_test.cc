@@ -195,6 +195,21 @@ TEST(ExportTorchtitan, RouterGroupsAreRefused) {
   }
 }
 
+// FP8 attention and the fused expert MLP (SDK 1.8) are in neither torchtitan's job config nor
+// DeepSpeed's: each reported, the files written.
+TEST(ExportTorchtitan, FusedKernelsAreReported) {
+  const std::vector<std::string> fused = {"cluster.hardware=\"b200\"", "training.precision=\"mxfp8\"",
+                                          "training.fp8_attention=true", "training.moe_fused_mlp=true"};
+  for (const char* exporter : {"torchtitan", "deepspeed"}) {
+    const ExportResult result = test::export_recipe(kMoe, exporter, fused);
+    EXPECT_TRUE(mentions(result.unexpressed, "training.fp8_attention")) << exporter;
+    EXPECT_TRUE(mentions(result.unexpressed, "training.moe_fused_mlp")) << exporter;
+    EXPECT_FALSE(mentions(test::export_recipe(kMoe, exporter, {"cluster.hardware=\"b200\"", "training.precision=\"mxfp8\""})
+                              .unexpressed,
+                          "fused")) << exporter;
+  }
+}
+
 TEST(ExportTorchtitan, LongContextMatchesTheGoldenFilesAndTheRecipe) {
   const ExportResult result = export_recipe(kLongContext);
   check_golden("llama3-70b-32k-cp4-256xh100", result);

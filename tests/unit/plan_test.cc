@@ -24,7 +24,7 @@ pp_model small_model() {
 
 struct PlanFixture : ::testing::Test {
   pp_model model = small_model();
-  pp_training training{sizeof(pp_training), 32, 2, PP_PRECISION_BF16, PP_RECOMPUTE_NONE, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0, PP_ELEMENTWISE_FUSED};
+  pp_training training{sizeof(pp_training), 32, 2, PP_PRECISION_BF16, PP_RECOMPUTE_NONE, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0, PP_ELEMENTWISE_FUSED, 0, 0};
   pp_cluster cluster{sizeof(pp_cluster), 16, 8};
   Plan plan{model, training, cluster, /*data_parallel_size=*/4};
   const pp_plan_api_v1& api = plan.api();

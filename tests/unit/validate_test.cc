@@ -637,6 +637,27 @@ TEST(Validate, TpOverlapMethodColumnReachesTheStrategy) {
                            {"bad.csv:2: column 'tp_overlap_method': 'nccl' is not one of userbuffers|micro_pipeline"});
 }
 
+// fp8_attention and moe_fused_mlp (modern.csv: the Megatron-Bridge runs whose configuration sets
+// fp8_dot_product_attention and cutedsl_fused_grouped_mlp) become the recipe's training keys; a
+// value other than true/false is refused with its file, line and column.
+TEST(Validate, FusedKernelColumnsReachTheTrainingTable) {
+  std::vector<std::string> columns = standard_columns();
+  columns.insert(columns.end(), optional_columns().begin(), optional_columns().end());
+  Row fused = pinned_row("fused");
+  fused["precision"] = "fp8";
+  fused["fp8_attention"] = "true";
+  Row plain = pinned_row("plain");
+  plain["fp8_attention"] = "false";
+  const std::vector<MeasuredRun> runs = runs_of({fused, plain}, columns);
+  EXPECT_NE(run_recipe_text(runs[0]).find("fp8_attention = true"), std::string::npos) << run_recipe_text(runs[0]);
+  EXPECT_EQ(run_recipe_text(runs[1]).find("fp8_attention"), std::string::npos) << run_recipe_text(runs[1]);
+  EXPECT_EQ(run_recipe_text(runs[0]).find("moe_fused_mlp"), std::string::npos);
+  Row bad = pinned_row("bad");
+  bad["moe_fused_mlp"] = "yes";
+  expect_error<InputError>([&] { parse_measured_runs(csv_text({bad}, columns), "bad.csv"); },
+                           {"bad.csv:2: column 'moe_fused_mlp'"});
+}
+
 TEST(Validate, SequenceParallelWithContextParallelIsMegatronSpInsideTheRing) {
   // tp = 2, cp = 2 (ring), dp = 2: published SP is sp's megatron_sp on the ring; blank SP is
   // the better of the two, written out as ordinary recipes here.

@@ -3,6 +3,7 @@
 #include "host/plan/workload_builder.h"
 
 #include "host/recipe/recipe_reader.h"
+#include "paraplan/moe_kernels.hpp"
 
 #include <cmath>
 #include <string>
@@ -24,7 +25,7 @@ pp_model gpt(int64_t layers, int64_t hidden, int64_t heads, int64_t vocab, int64
 }
 
 pp_training training(int64_t micro_batch, pp_recompute recompute) {
-  return pp_training{sizeof(pp_training), micro_batch, micro_batch, PP_PRECISION_BF16, recompute, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0, PP_ELEMENTWISE_FUSED};
+  return pp_training{sizeof(pp_training), micro_batch, micro_batch, PP_PRECISION_BF16, recompute, PP_OPTIMIZER_ADAM, 0, 0, PP_MASTER_WEIGHTS_SEPARATE, PP_ATTENTION_KERNEL_TUNED, 0, 0, PP_ELEMENTWISE_FUSED, 0, 0};
 }
 
 double layer_activation_bytes(const Plan& plan) {
@@ -70,6 +71,14 @@ MemoryOp memory_op(const Plan& plan, const std::string& name) {
         op.bytes;
   }
   return found;
+}
+
+// The FLOPs of a layer's GEMMs named `name`, every phase.
+double gemm_flops(const Plan& plan, const std::string& name) {
+  double flops = 0;
+  for (const pp_op& op : plan.op_list())
+    if (op.kind == PP_OP_GEMM && name == op.name) flops += op.flops;
+  return flops;
 }
 
 TEST(MemoryBoundKernels, ResidualAddsMoveSevenBytesPerElementEachWay) {
@@ -319,6 +328,61 @@ TEST(ModelFeatures, AClampedGluAddsEagerClampsBeforeTheActivation) {
                                              "seq_len = 1024\nactivation_clamp = 7.0\n[training]\nglobal_batch = 2\n"
                                              "[cluster]\nhardware = \"h100-sxm\"\nnum_gpus = 1\n", "gelu.toml"); },
                            {"gelu.toml", "activation_clamp", "ffn_type = \"swiglu\""});
+}
+
+// moe_fused_mlp (Transformer Engine's fused grouped MLP): fc1's GEMM applies the GLU and writes
+// the hidden quantised, fc2's gradient GEMM applies the GLU's backward: no expert_act or
+// expert_clamp pass, and the expert casts keep only fc1's input (2T x h, forward) and fc2's
+// output gradient (2T x h, backward), each at MXFP8's 2 + 2 x 33/32 bytes times the routed path's
+// passes P; unfused they also cast the hidden (2T x f forward, 2 x 2T x f backward).
+TEST(ModelFeatures, AFusedExpertMlpHasNoActivationPassAndCastsOnlyItsOuterTensors) {
+  const double copies = 2.0 * 2048, h = 2048, f = 1024;
+  const double cast = 2.0 + 2.0 * 33.0 / 32.0, passes = moe::kUnfusedMoePasses;
+  const std::string model = "activation_clamp = 7.0\n";
+  const auto unfused = built(model, "precision = \"mxfp8\"\n");
+  const auto fused = built(model, "precision = \"mxfp8\"\nmoe_fused_mlp = true\n");
+  EXPECT_GT(memory_op(*unfused, PP_OP_EXPERT_ACT).forward, 0);
+  EXPECT_GT(memory_op(*unfused, PP_OP_EXPERT_CLAMP).forward, 0);
+  EXPECT_EQ(memory_op(*fused, PP_OP_EXPERT_ACT).forward + memory_op(*fused, PP_OP_EXPERT_ACT).backward, 0);
+  EXPECT_EQ(memory_op(*fused, PP_OP_EXPERT_CLAMP).forward + memory_op(*fused, PP_OP_EXPERT_CLAMP).backward, 0);
+  EXPECT_DOUBLE_EQ(memory_op(*unfused, PP_OP_FP8_CAST_EXPERT).forward, passes * cast * copies * (h + f));
+  EXPECT_DOUBLE_EQ(memory_op(*unfused, PP_OP_FP8_CAST_EXPERT).backward, passes * cast * copies * (2 * f + h));
+  EXPECT_DOUBLE_EQ(memory_op(*fused, PP_OP_FP8_CAST_EXPERT).forward, passes * cast * copies * h);
+  EXPECT_DOUBLE_EQ(memory_op(*fused, PP_OP_FP8_CAST_EXPERT).backward, passes * cast * copies * h);
+  // The GEMMs are the same work either way.
+  for (const char* gemm : {PP_OP_EXPERT_UP, PP_OP_EXPERT_DOWN})
+    EXPECT_DOUBLE_EQ(gemm_flops(*fused, gemm), gemm_flops(*unfused, gemm)) << gemm;
+}
+
+// fp8_attention: the fused attention op carries FP8 (the GEMMs keep the recipe's format); the
+// kernels' conditions are refused at the recipe's line: a 16-bit recipe, an unfused or
+// FlashAttention-2 kernel; moe_fused_mlp on a dense model, on FP8's per-tensor recipe.
+TEST(ModelFeatures, Fp8AttentionMarksTheAttentionOpAndFusedKernelsNameTheirConditions) {
+  const auto plan = built("", "precision = \"mxfp8\"\nfp8_attention = true\n");
+  size_t attention = 0;
+  for (const pp_op& op : plan->op_list())
+    if (op.kind == PP_OP_ATTENTION) {
+      EXPECT_EQ(op.dtype, PP_DTYPE_FP8);
+      ++attention;
+    }
+  EXPECT_GT(attention, 0u);
+  const std::string moe_model = "[model]\nlayers = 2\nhidden = 2048\nheads = 16\nffn_type = \"swiglu\"\nffn_hidden = 4096\n"
+                                "vocab = 32000\nseq_len = 1024\nmoe_experts = 8\nmoe_top_k = 2\nmoe_ffn_hidden = 1024\n";
+  const std::string dense_model = "[model]\nlayers = 2\nhidden = 2048\nheads = 16\nffn_type = \"swiglu\"\n"
+                                  "ffn_hidden = 4096\nvocab = 32000\nseq_len = 1024\n";
+  const std::string cluster = "[cluster]\nhardware = \"b200\"\nnum_gpus = 1\n";
+  auto refused = [&](const std::string& model, const std::string& keys, std::vector<std::string> says) {
+    test::expect_error<InputError>(
+        [&] { parse_recipe(model + "[training]\nglobal_batch = 2\n" + keys + cluster, "fused.toml"); },
+        std::move(says));
+  };
+  refused(dense_model, "fp8_attention = true\n", {"fused.toml", "fp8_attention", "precision fp8, mxfp8 or nvfp4"});
+  refused(dense_model, "precision = \"fp8\"\nflash_attention = false\nfp8_attention = true\n",
+          {"fused.toml", "fp8_attention", "flash_attention = true"});
+  refused(dense_model, "precision = \"fp8\"\nattention_kernel = \"flash2\"\nfp8_attention = true\n",
+          {"fused.toml", "fp8_attention", "tuned attention_kernel"});
+  refused(dense_model, "precision = \"mxfp8\"\nmoe_fused_mlp = true\n", {"fused.toml", "moe_fused_mlp", "MoE model"});
+  refused(moe_model, "precision = \"fp8\"\nmoe_fused_mlp = true\n", {"fused.toml", "moe_fused_mlp", "mxfp8 or nvfp4"});
 }
 
 TEST(ModelFeatures, ExpertBiasesAreAddedPerExpertAndTheBiasAddRunsUnfused) {

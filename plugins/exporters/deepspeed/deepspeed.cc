@@ -98,6 +98,12 @@ class DeepSpeed : public paraplan::Exporter {
       unexpressed.push_back("training.master_weights = \"in_place\": DeepSpeed's bf16 optimizer keeps bf16 weights and "
                             "an fp32 copy in its optimizer state: the job holds 2 bytes per parameter more model state "
                             "than was evaluated");
+    if (paraplan::fp8_attention(training))
+      unexpressed.push_back("training.fp8_attention: ds_config has no FP8 attention; the job runs attention in 16 bits, "
+                            "slower than was evaluated");
+    if (paraplan::moe_fused_mlp(training))
+      unexpressed.push_back("training.moe_fused_mlp: DeepSpeed's MoE runs the experts' GEMMs and activation as separate "
+                            "kernels, slower than was evaluated");
     if (paraplan::elementwise_kernels(training) == PP_ELEMENTWISE_EAGER)
       unexpressed.push_back("training.elementwise_kernels = \"eager\": ds_config does not say how the training script's "
                             "norms, rotary and GLU run; the plan assumed PyTorch eager kernels");

@@ -144,6 +144,18 @@ void translate_model(const paraplan::PlanView& plan, int64_t train_iters, Transl
     out.unexpressed.push_back("training.attention_kernel = \"triton\": Megatron-LM has no Triton FlashAttention "
                               "backend; exported as --attention-backend flash (FlashAttention-2), which runs the "
                               "attention faster than was evaluated");
+  // Megatron-LM's arguments.py keeps fp8_dot_product_attention off its command line (the
+  // TransformerConfig fields it excludes); Megatron-Bridge sets it in Python.
+  if (paraplan::fp8_attention(training))
+    out.unexpressed.push_back("training.fp8_attention: Megatron-LM's command line has no flag for "
+                              "fp8_dot_product_attention (arguments.py excludes it); the job runs attention in bf16, "
+                              "slower than was evaluated, unless its config sets it");
+  if (paraplan::moe_fused_mlp(training)) {
+    // Transformer Engine's op fuser fuses GroupedLinear + GLU + GroupedLinear when the GLU's
+    // halves are interleaved (Megatron-Bridge's cutedsl_fused_grouped_mlp sets both).
+    out.moe.add("--use-transformer-engine-op-fuser");
+    out.moe.add("--moe-mlp-glu-interleave-size", int64_t{32});
+  }
   if (paraplan::elementwise_kernels(training) == PP_ELEMENTWISE_EAGER)
     out.unexpressed.push_back("training.elementwise_kernels = \"eager\": Megatron-LM runs fused norm, rotary and GLU "
                               "kernels (Transformer Engine, Megatron-Core's fusions): the job's elementwise work runs "

@@ -296,6 +296,12 @@ class Torchtitan : public paraplan::Exporter {
                             ": torchtitan's async TP (PyTorch's micro-pipelined TP) hides only the forward passes' "
                             "tensor-parallel collectives; the backward's run exposed, slower than was evaluated "
                             "(overlap_method = \"micro_pipeline\" evaluates what it runs)");
+    if (paraplan::fp8_attention(training))
+      unexpressed.push_back("training.fp8_attention: torchtitan runs attention (SDPA or FlexAttention) in bf16, slower "
+                            "than was evaluated");
+    if (paraplan::moe_fused_mlp(training))
+      unexpressed.push_back("training.moe_fused_mlp: torchtitan's MoE runs its grouped GEMMs and activation as separate "
+                            "kernels, slower than was evaluated");
     const bool eager = paraplan::elementwise_kernels(training) == PP_ELEMENTWISE_EAGER;
     if (async_tp) {
       train.set("compile", true, "async tensor parallelism works only under torch.compile");

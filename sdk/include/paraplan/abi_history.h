@@ -35,7 +35,8 @@
  *        plugin, which would price it as the tuned one)
  *   1.8  pp_recompute_module += TORCHTITAN_OP; pp_training += elementwise_kernels (a struct the host
  *        hands plugins); the host refuses either to an older executor or exporter, which would read
- *        the first as Megatron-LM's modules and not know the second; pp_hardware_profile +=
+ *        the first as Megatron-LM's modules and not know the second; pp_training += fp8_attention,
+ *        moe_fused_mlp (refused to an older executor or exporter likewise); pp_hardware_profile +=
  *        gemm_efficiency_max_fp4
  */
 #ifndef PARAPLAN_ABI_HISTORY_H

@@ -391,6 +391,21 @@ inline double attention_efficiency(const pp_hardware_profile& profile, pp_attent
   return efficiency * head_dim_efficiency(runs_flash2 ? PP_ATTENTION_KERNEL_FLASH2 : PP_ATTENTION_KERNEL_TUNED, head_dim);
 }
 
+// Attention in FP8 (pp_training.fp8_attention) runs this many times the rate of the same fused
+// kernel in the 16-bit type: FlashAttention-3 (Shah et al. 2024, sec. 4.1) reaches 740 TFLOP/s in
+// BF16 and close to 1.2 PFLOP/s in FP8 on an H100, forward. Its softmax runs on the same special
+// function units either way, so it gains less than the tensor cores' 2x. Not fitted.
+inline constexpr double kFp8AttentionSpeedup = 1.6;
+
+// FLOP/s of a fused attention op (PP_OP_ATTENTION): the GPU's 16-bit peak at the kernel's
+// efficiency; FP8 (the op's dtype under fp8_attention) kFp8AttentionSpeedup times that where the
+// GPU has FP8 tensor cores.
+inline double attention_rate(const pp_hardware_profile& profile, pp_attention_kernel kernel, const pp_op& op) {
+  const bool fp8 = op.dtype == PP_DTYPE_FP8;
+  const double rate = peak_flops(profile, fp8 ? PP_DTYPE_BF16 : op.dtype) * attention_efficiency(profile, kernel, op.k);
+  return fp8 && declared_peak_flops(profile, PP_DTYPE_FP8) > 0 ? rate * kFp8AttentionSpeedup : rate;
+}
+
 // How much slower compute runs beside overlapped communication (ABI 1.6); 0 for a profile too
 // short to say.
 inline double overlap_compute_slowdown(const pp_hardware_profile& profile) {
@@ -501,9 +516,7 @@ inline double op_time(const PlanView& plan, const pp_hardware_binding_v1& hardwa
       const double scale = forward_flops > 0 ? op.flops / forward_flops : 0.0;
       return at_slowest_pace(scale * count * gemm_time(hardware, op.m, op.n, op.k, op.dtype));
     }
-    case PP_OP_ATTENTION:
-      return at_slowest_pace(op.flops / (peak_flops(profile, op.dtype) *
-                                         attention_efficiency(profile, attention_kernel(plan.training()), op.k)));
+    case PP_OP_ATTENTION: return at_slowest_pace(op.flops / attention_rate(profile, attention_kernel(plan.training()), op));
     case PP_OP_MEMORY: return at_slowest_pace(memory_time(profile, op.bytes));
     case PP_OP_COLLECTIVE: {
       const size_t index = static_cast<size_t>(op.axis);

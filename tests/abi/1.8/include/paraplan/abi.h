@@ -17,7 +17,9 @@
  * logging) and appends attach_host to pp_plugin_v1; 1.6 adds the layer stack (model.h:
  * pp_layer_kind; pp_model, pp_plan_view_v1 and pp_plan_api_v1 appended); 1.7 adds a value to an
  * enum (pp_attention_kernel TRITON), no struct grows; 1.8 adds torchtitan's op policy
- * (pp_recompute_module TORCHTITAN_OP) and eager kernels (pp_training elementwise_kernels appended).
+ * (pp_recompute_module TORCHTITAN_OP), eager kernels, FP8 attention and fused MoE MLPs (pp_training
+ * elementwise_kernels, fp8_attention, moe_fused_mlp appended) and an NVFP4 GEMM plateau
+ * (pp_hardware_profile gemm_efficiency_max_fp4 appended).
  * abi_history.h has every minor's struct sizes.
  */
 #ifndef PARAPLAN_ABI_H

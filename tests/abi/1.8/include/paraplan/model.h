@@ -235,6 +235,16 @@ typedef struct pp_training {
   int64_t cpu_offloading_num_layers;
   /* ABI 1.8: read only when struct_size covers it (paraplan::elementwise_kernels). */
   pp_elementwise_kernels elementwise_kernels;
+  /* ABI 1.8: nonzero = attention's two products run in FP8 (Transformer Engine's fp8_dpa,
+   * Megatron-Core's fp8_dot_product_attention), beside FP8, MXFP8 or NVFP4 GEMMs; 0 = in the
+   * 16-bit type. Read only when struct_size covers it (paraplan::fp8_attention). */
+  int32_t fp8_attention;
+  /* ABI 1.8: nonzero = each MoE layer's routed experts run as one fused grouped MLP (Transformer
+   * Engine's op fuser, Megatron-Core's use_transformer_engine_op_fuser with
+   * moe_mlp_glu_interleave_size: fc1's grouped GEMM writes the GLU's output already quantised,
+   * fc2's gradient GEMM applies the GLU's backward in its epilogue; MXFP8 or NVFP4 on Blackwell).
+   * 0 = separate kernels. Read only when struct_size covers it (paraplan::moe_fused_mlp). */
+  int32_t moe_fused_mlp;
 } pp_training;
 
 typedef struct pp_cluster {

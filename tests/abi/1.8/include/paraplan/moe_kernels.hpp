@@ -19,9 +19,10 @@
 // traffic the routed path's memory passes take about a sixth of the expert GEMMs' time in GPT-OSS's
 // H100 plan; NVIDIA reports that fusing the activation and quantisation into the grouped GEMM
 // (cuDNN frontend 1.23, Transformer Engine 2.15) speeds the MLP 1.3-2x at kernel level, which
-// takes memory passes worth 30-100 % of the GEMM time: 2-6x the minimal traffic. Those fused
-// kernels (sync-free, with whole-iteration CUDA graphs, from Megatron-Core 26.04) are not told
-// apart here (docs/cost-model.md, limitations).
+// takes memory passes worth 30-100 % of the GEMM time: 2-6x the minimal traffic. A recipe that
+// runs those fused kernels says so (training.moe_fused_mlp, SDK 1.8: the workload builder then
+// emits no activation pass and casts only the MLP's outer tensors); the permutations keep P
+// (docs/cost-model.md, limitations).
 //
 //   op.bytes = paraplan::moe::kUnfusedMoePasses * minimal_bytes;
 #ifndef PARAPLAN_MOE_KERNELS_HPP

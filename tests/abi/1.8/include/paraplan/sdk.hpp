@@ -356,6 +356,17 @@ inline pp_elementwise_kernels elementwise_kernels(const pp_training& training) {
              : PP_ELEMENTWISE_FUSED;
 }
 
+// Attention in FP8 (pp_training.fp8_attention); an older host's training has no field: no.
+inline bool fp8_attention(const pp_training& training) {
+  return training.struct_size >= offsetof(pp_training, fp8_attention) + sizeof(int32_t) && training.fp8_attention != 0;
+}
+
+// The routed experts as one fused grouped MLP (pp_training.moe_fused_mlp); an older host's
+// training has no field: separate kernels.
+inline bool moe_fused_mlp(const pp_training& training) {
+  return training.struct_size >= offsetof(pp_training, moe_fused_mlp) + sizeof(int32_t) && training.moe_fused_mlp != 0;
+}
+
 // The attention kernel the recipe runs (pp_attention_kernel); an older host's training has no
 // field: the GPU's tuned kernel.
 inline pp_attention_kernel attention_kernel(const pp_training& training) {
