@@ -518,10 +518,8 @@ uint32_t read_cuda_graph_modules(TableReader& reader, const toml::table& table, 
 // fuse_grouped_mlp_ops).
 void read_fused_kernels(TableReader& reader, const toml::table& table, Recipe& recipe) {
   pp_training& training = recipe.training;
-  const bool low_precision = training.precision == PP_PRECISION_FP8 || training.precision == PP_PRECISION_MXFP8 ||
-                             training.precision == PP_PRECISION_NVFP4;
   training.fp8_attention = reader.boolean("fp8_attention").value_or(false) ? 1 : 0;
-  if (training.fp8_attention && !low_precision)
+  if (training.fp8_attention && !paraplan::quantised_precision(training.precision))
     reader.fail(table.get("fp8_attention"), "fp8_attention",
                 "needs precision fp8, mxfp8 or nvfp4 (FP8 attention runs inside Transformer Engine's FP8 recipe), not " +
                     std::string(paraplan::precision_name(training.precision)));

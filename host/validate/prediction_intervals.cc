@@ -9,6 +9,7 @@
 #include "host/core/errors.h"
 #include "host/plan/hardware_binding.h"
 #include "host/recipe/input_file.h"
+#include "paraplan/sdk.hpp"
 
 namespace paraplan::host {
 
@@ -107,8 +108,7 @@ ComparableClass comparable_class(const Recipe& recipe, const pp_hardware_profile
   // (The host's copy of a profile is zero past what an older plugin described.)
   const bool block_scaled = profile.peak_flops_mxfp8 > 0 || profile.peak_flops_nvfp4 > 0;
   of.generation = block_scaled ? "blackwell-class" : profile.peak_flops[PP_DTYPE_FP8] > 0 ? "hopper-class" : "ampere-class";
-  const pp_precision precision = recipe.training.precision;
-  of.precision = precision == PP_PRECISION_FP8 || precision == PP_PRECISION_MXFP8 || precision == PP_PRECISION_NVFP4 ? "fp8" : "bf16";
+  of.precision = paraplan::quantised_precision(recipe.training.precision) ? "fp8" : "bf16";
   const int64_t gpus = recipe.cluster.num_gpus;
   of.scale = gpus <= gpus_per_node ? "one-node" : gpus <= kLargeScaleGpus ? "up-to-512" : "over-512";
   return of;

@@ -87,8 +87,7 @@ class DeepSpeed : public paraplan::Exporter {
       config["fp16"] = json{{"enabled", true}, {"loss_scale", 0}, {"initial_scale_power", 16}};
     } else {
       config["bf16"] = json{{"enabled", true}};
-      if (training.precision == PP_PRECISION_FP8 || training.precision == PP_PRECISION_MXFP8 ||
-          training.precision == PP_PRECISION_NVFP4)
+      if (paraplan::quantised_precision(training.precision))
         unexpressed.push_back("precision " + std::string(paraplan::precision_name(training.precision)) +
                               ": ds_config has no low-precision GEMM switch (they come from Transformer Engine "
                               "layers in the model); exported as bf16");

@@ -296,10 +296,7 @@ class PipelineParallel : public paraplan::Strategy {
   std::vector<int64_t> dualpipe_v_split(std::vector<double> costs, const paraplan::StrategyContext& context) const {
     const pp_model& model = context.model;
     const double head = 2.0 * static_cast<double>(model.hidden) * static_cast<double>(model.vocab);
-    const pp_precision precision = context.training.precision;
-    const bool quantised =
-        precision == PP_PRECISION_FP8 || precision == PP_PRECISION_MXFP8 || precision == PP_PRECISION_NVFP4;
-    const double sixteen_bit = quantised ? 2.0 : 1.0;
+    const double sixteen_bit = paraplan::quantised_precision(context.training.precision) ? 2.0 : 1.0;
     const paraplan::LayerKinds kinds(model);
     for (int64_t i = 0; i < model.layer_sequence_length; ++i)
       if (kinds[kinds.kind_of_layer(i)].mtp) costs[static_cast<size_t>(i)] += (sixteen_bit - 1.0) * head;

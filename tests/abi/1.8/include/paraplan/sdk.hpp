@@ -508,6 +508,12 @@ inline std::string_view precision_name(pp_precision precision) {
   return "unknown";
 }
 
+// Whether the recipe's GEMMs run in an 8-bit or narrower format (Transformer Engine's FP8,
+// MXFP8 or NVFP4 recipes), the activations and the layers outside it staying 16-bit.
+inline bool quantised_precision(pp_precision precision) {
+  return precision == PP_PRECISION_FP8 || precision == PP_PRECISION_MXFP8 || precision == PP_PRECISION_NVFP4;
+}
+
 // The name pp's `schedule` parameter gives each pp_schedule_kind, for plugins that report one.
 struct ScheduleName {
   std::string_view name;
